@@ -1,0 +1,54 @@
+"""Small linear-algebra helpers shared by TCCA, KTCCA and the baselines.
+
+Rows are samples throughout (the paper's X_p is d_p x N; ours is its transpose).
+Covariances use the paper's 1/N scaling, so that ``eps`` means what it means there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["column_mean", "covariance", "cross_covariance", "inv_sqrt_psd"]
+
+
+def column_mean(X) -> np.ndarray:
+    """Mean of each column of a dense or sparse matrix, as a 1-D float array."""
+    return np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
+
+
+def cross_covariance(Xp, Xq, mean_p=None, mean_q=None) -> np.ndarray:
+    """C_pq = (Xp - mean_p)^T (Xq - mean_q) / N, never densifying sparse input."""
+    N = Xp.shape[0]
+    mean_p = column_mean(Xp) if mean_p is None else mean_p
+    mean_q = column_mean(Xq) if mean_q is None else mean_q
+    if sp.issparse(Xp) or sp.issparse(Xq):
+        prod = Xp.T @ Xq
+        prod = prod.toarray() if sp.issparse(prod) else np.asarray(prod)
+        # Centering after the product keeps the sparse operand sparse.
+        return prod / N - np.outer(mean_p, mean_q)
+    return (Xp - mean_p).T @ (Xq - mean_q) / N
+
+
+def covariance(X, mean=None) -> np.ndarray:
+    """C_pp = (X - mean)^T (X - mean) / N (symmetrized)."""
+    C = cross_covariance(X, X, mean, mean)
+    return (C + C.T) / 2
+
+
+def inv_sqrt_psd(C: np.ndarray, eps: float) -> np.ndarray:
+    """(C + eps I)^(-1/2) of a symmetric PSD matrix, through ``eigh``.
+
+    Tiny negative eigenvalues from rounding are clipped to 0. With ``eps = 0`` a
+    singular ``C`` has no inverse root, which is reported rather than returned as
+    huge numbers.
+    """
+    s, V = np.linalg.eigh(C)
+    s = np.clip(s, 0.0, None) + eps
+    tiny = s.max(initial=0.0) * C.shape[0] * np.finfo(float).eps
+    if s.min(initial=np.inf) <= tiny:
+        raise ValueError(
+            "the regularized covariance C + eps*I is singular (a view has constant "
+            "or linearly dependent columns); use eps > 0"
+        )
+    return (V / np.sqrt(s)) @ V.T

@@ -1,0 +1,156 @@
+"""Input checks shared by every estimator.
+
+Every public entry point validates here, once; the numerical code below it assumes
+clean input. Each failure is a ``ValueError`` whose message names the offending view,
+parameter or value, so that a user can fix the call without reading the source.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = [
+    "check_views",
+    "check_eps",
+    "check_n_components",
+    "check_positive_int",
+    "check_tol",
+]
+
+
+def _check_one_view(X, p: int, *, accept_sparse: bool, dtype):
+    """Return view ``p`` as a 2-D float array (or CSR matrix), or raise."""
+    if sp.issparse(X):
+        if not accept_sparse:
+            raise ValueError(
+                f"view {p} is a sparse matrix, but this estimator needs dense input; "
+                "convert it with .toarray()"
+            )
+        X = sp.csr_matrix(X, dtype=dtype)
+        if X.ndim != 2:
+            raise ValueError(f"view {p} must be 2-D, got {X.ndim}-D")
+        data = X.data
+    else:
+        try:
+            X = np.asarray(X)
+        except Exception as exc:  # ragged lists and the like
+            raise ValueError(f"view {p} cannot be converted to an array: {exc}") from exc
+        if X.dtype == object:
+            raise ValueError(f"view {p} has dtype object; pass numeric arrays")
+        if X.ndim != 2:
+            raise ValueError(
+                f"view {p} must be 2-D (n_samples, n_features), got shape {X.shape}"
+            )
+        if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
+            raise ValueError(f"view {p} has non-numeric dtype {X.dtype}")
+        X = np.ascontiguousarray(X, dtype=dtype)
+        data = X
+    if X.shape[1] == 0:
+        raise ValueError(f"view {p} has no features (shape {X.shape})")
+    if not np.all(np.isfinite(data)):
+        n_bad = int(np.size(data) - np.count_nonzero(np.isfinite(data)))
+        raise ValueError(f"view {p} contains NaN or infinity ({n_bad} entries)")
+    return X
+
+
+def check_views(
+    views,
+    *,
+    min_views: int = 2,
+    accept_sparse: bool = True,
+    dtype=np.float64,
+    min_samples: int = 2,
+    n_features: list[int] | None = None,
+) -> list:
+    """Validate a list of views and return them as float arrays or CSR matrices.
+
+    Parameters
+    ----------
+    views : list of array-like or sparse matrices, each of shape (n_samples, d_p)
+    min_views : int
+        Fewest views accepted.
+    accept_sparse : bool
+        Whether scipy.sparse views are passed through (as CSR) or rejected.
+    dtype : numpy dtype
+        Dtype of the returned views.
+    min_samples : int
+        Fewest samples accepted.
+    n_features : list of int, optional
+        When given (at ``transform`` time), the number of features each view must
+        have, as seen in ``fit``.
+
+    Returns
+    -------
+    list
+        The validated views.
+    """
+    if isinstance(views, np.ndarray) or sp.issparse(views):
+        raise ValueError(
+            "views must be a list of arrays, one per view, not a single "
+            f"{type(views).__name__}; wrap it as [X1, X2, ...]"
+        )
+    if not isinstance(views, (list, tuple)):
+        raise ValueError(
+            f"views must be a list of arrays, one per view; got {type(views).__name__}"
+        )
+    if len(views) < min_views:
+        raise ValueError(
+            f"at least {min_views} views are needed, got {len(views)}"
+        )
+    out = [
+        _check_one_view(X, p, accept_sparse=accept_sparse, dtype=dtype)
+        for p, X in enumerate(views)
+    ]
+    n = [X.shape[0] for X in out]
+    if len(set(n)) != 1:
+        raise ValueError(
+            f"all views must have the same number of samples (rows); got {n}"
+        )
+    if n[0] < min_samples:
+        raise ValueError(f"at least {min_samples} samples are needed, got {n[0]}")
+    if n_features is not None:
+        if len(out) != len(n_features):
+            raise ValueError(
+                f"the estimator was fitted on {len(n_features)} views, got {len(out)}"
+            )
+        for p, (X, d) in enumerate(zip(out, n_features, strict=True)):
+            if X.shape[1] != d:
+                raise ValueError(
+                    f"view {p} has {X.shape[1]} features, but the estimator was "
+                    f"fitted with {d}"
+                )
+    return out
+
+
+def check_eps(eps, name: str = "eps") -> float:
+    """Return ``eps`` as a float if it is a finite number >= 0."""
+    if isinstance(eps, bool) or not isinstance(eps, Real) or not np.isfinite(eps):
+        raise ValueError(f"{name} must be a finite number >= 0, got {eps!r}")
+    if eps < 0:
+        raise ValueError(f"{name} must be >= 0, got {eps!r}")
+    return float(eps)
+
+
+def check_positive_int(value, name: str) -> int:
+    """Return ``value`` as an int if it is an integer >= 1."""
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def check_tol(tol, name: str = "tol") -> float:
+    """Return ``tol`` as a float if it is a finite number >= 0."""
+    return check_eps(tol, name)
+
+
+def check_n_components(n_components, r_max: int, why: str) -> int:
+    """Check ``1 <= n_components <= r_max``; ``why`` explains where r_max comes from."""
+    r = check_positive_int(n_components, "n_components")
+    if r > r_max:
+        raise ValueError(
+            f"n_components={r} is too large: at most {r_max} is allowed ({why})"
+        )
+    return r

@@ -1,0 +1,130 @@
+"""Kernels for KTCCA and the kernel baselines (BSK, AVG, KCCA).
+
+The paper (section 5.2) uses k(x_i, x_j) = exp(-d(x_i, x_j) / lambda) with
+lambda = max_{i,j} d(x_i, x_j) over the training samples, d the chi-square distance
+for histograms and the (unsquared) L2 distance otherwise. Those are ``"chi2"`` and
+``"l2"`` here; ``lambda`` is learned in ``fit`` and reused for new samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.metrics.pairwise import (
+    additive_chi2_kernel,
+    euclidean_distances,
+    linear_kernel,
+    rbf_kernel,
+)
+
+__all__ = [
+    "KERNELS",
+    "ViewKernel",
+    "center_kernel",
+    "center_cross_kernel",
+    "chi2_distance",
+    "l2_distance",
+]
+
+KERNELS = ("linear", "rbf", "chi2", "l2", "precomputed")
+
+
+def chi2_distance(X, Y=None) -> np.ndarray:
+    """d(x, y) = sum_i (x_i - y_i)^2 / (x_i + y_i), with 0/0 = 0; needs X, Y >= 0."""
+    X = X.toarray() if sp.issparse(X) else X
+    Y = X if Y is None else (Y.toarray() if sp.issparse(Y) else Y)
+    if (X < 0).any() or (Y < 0).any():
+        raise ValueError(
+            "the chi-square distance needs non-negative features (histograms); "
+            "use kernel='l2' or 'rbf' for signed features"
+        )
+    D = -additive_chi2_kernel(X, Y)
+    return np.maximum(D, 0.0)
+
+
+def l2_distance(X, Y=None) -> np.ndarray:
+    """Unsquared Euclidean distance, as in the paper."""
+    return euclidean_distances(X, Y)
+
+
+_DISTANCES = {"chi2": chi2_distance, "l2": l2_distance}
+
+
+class ViewKernel:
+    """One view's kernel: ``fit`` returns K(X, X), ``cross`` returns K(Y, X).
+
+    Parameters
+    ----------
+    kernel : {"linear", "rbf", "chi2", "l2", "precomputed"} or callable
+        ``"chi2"`` and ``"l2"`` are the paper's exp(-d / max d) kernels. A callable
+        gets ``(A, B)`` and returns the kernel matrix between rows of A and B.
+    gamma : float, optional
+        Width of ``"rbf"`` (sklearn's convention; default 1 / n_features).
+    """
+
+    def __init__(self, kernel: str | Callable = "l2", *, gamma: float | None = None):
+        if not callable(kernel) and kernel not in KERNELS:
+            raise ValueError(f"unknown kernel {kernel!r}; choose one of {KERNELS}")
+        self.kernel = kernel
+        self.gamma = gamma
+
+    def _eval(self, A, B) -> np.ndarray:
+        k = self.kernel
+        if callable(k):
+            return np.asarray(k(A, B), dtype=np.float64)
+        if k == "linear":
+            return np.asarray(linear_kernel(A, B))
+        if k == "rbf":
+            return rbf_kernel(A, B, gamma=self.gamma)
+        return np.exp(-_DISTANCES[k](A, B) / self.scale_)
+
+    def fit(self, X) -> np.ndarray:
+        """Remember the training samples and return the training kernel matrix."""
+        if self.kernel == "precomputed":
+            K = np.asarray(X, dtype=np.float64)
+            if K.ndim != 2 or K.shape[0] != K.shape[1]:
+                raise ValueError(
+                    f"a precomputed kernel must be square, got shape {K.shape}"
+                )
+            self.n_train_ = K.shape[0]
+            return K
+        self.X_ = X
+        if self.kernel in _DISTANCES:
+            D = _DISTANCES[self.kernel](X)
+            scale = float(D.max())
+            # All training samples identical: any positive scale gives K = 1.
+            self.scale_ = scale if scale > 0 else 1.0
+            return np.exp(-D / self.scale_)
+        return self._eval(X, X)
+
+    def cross(self, Y) -> np.ndarray:
+        """Kernel between new samples (rows of Y) and the training samples."""
+        if self.kernel == "precomputed":
+            K = np.asarray(Y, dtype=np.float64)
+            if K.ndim != 2 or K.shape[1] != self.n_train_:
+                raise ValueError(
+                    "a precomputed test kernel must have shape (n_new, n_train) = "
+                    f"(*, {self.n_train_}), got {K.shape}"
+                )
+            return K
+        return self._eval(Y, self.X_)
+
+
+def center_kernel(K: np.ndarray):
+    """Center a training kernel in feature space: H K H with H = I - 11^T/N.
+
+    Returns the centered kernel and the statistics that ``center_cross_kernel``
+    needs to center kernels of new samples the same way.
+    """
+    col_mean = K.mean(axis=0)
+    total = col_mean.mean()
+    Kc = K - col_mean[None, :] - col_mean[:, None] + total
+    return (Kc + Kc.T) / 2, (col_mean, total)
+
+
+def center_cross_kernel(Kx: np.ndarray, stats) -> np.ndarray:
+    """Center K(new, train) with the training statistics from ``center_kernel``."""
+    col_mean, total = stats
+    return Kx - col_mean[None, :] - Kx.mean(axis=1, keepdims=True) + total
