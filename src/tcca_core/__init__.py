@@ -5,4 +5,8 @@ Correlation Analysis for Multi-view Dimension Reduction", IEEE TKDE 2015) with a
 tensor-free engine, plus the paper's baselines, learners and evaluation protocol.
 """
 
+from ._ktcca import KTCCA
+from ._tcca import TCCA, tcca
+
+__all__ = ["KTCCA", "TCCA", "tcca"]
 __version__ = "0.1.0"

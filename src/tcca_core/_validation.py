@@ -37,7 +37,9 @@ def _check_one_view(X, p: int, *, accept_sparse: bool, dtype):
         try:
             X = np.asarray(X)
         except Exception as exc:  # ragged lists and the like
-            raise ValueError(f"view {p} cannot be converted to an array: {exc}") from exc
+            raise ValueError(
+                f"view {p} cannot be converted to an array: {exc}"
+            ) from exc
         if X.dtype == object:
             raise ValueError(f"view {p} has dtype object; pass numeric arrays")
         if X.ndim != 2:
@@ -97,9 +99,7 @@ def check_views(
             f"views must be a list of arrays, one per view; got {type(views).__name__}"
         )
     if len(views) < min_views:
-        raise ValueError(
-            f"at least {min_views} views are needed, got {len(views)}"
-        )
+        raise ValueError(f"at least {min_views} views are needed, got {len(views)}")
     out = [
         _check_one_view(X, p, accept_sparse=accept_sparse, dtype=dtype)
         for p, X in enumerate(views)

@@ -1,0 +1,235 @@
+"""Kernel tensor CCA (Luo et al., TKDE 2015, section 4.4).
+
+With kernel matrices K_p (N x N) and the paper's PLS-style constraint
+a_p^T (K_p^2 + eps K_p) a_p = 1, the Cholesky factor K_p^2 + eps K_p = L_p^T L_p turns
+the problem into the best rank-1 approximation of
+S = K_12..m x_1 L_1^(-T) ... x_m L_m^(-T)  (eq. 4.14), with
+K_12..m = (1/N) sum_n k_1n o ... o k_mn (Theorem 3). So S is the rank-N CP tensor
+(1/N) sum_n y_1n o ... o y_mn with Y_p = K_p L_p^(-1): the same moment tensor as
+linear TCCA, and the same engines. The tensor-free one costs O(N^2 r) per sweep
+instead of O(N^m r), and O(N r) memory instead of O(N^m).
+Projections are Z_p = K_p L_p^(-1) B_p (eq. 4.15); new samples use the kernel between
+them and the training samples.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+import scipy.linalg as sla
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
+
+from ._tcca import _check_params, as_generator, max_cp_rank
+from ._tensors import WhitenedView, decompose
+from ._validation import check_eps, check_n_components, check_views
+from .kernels import ViewKernel, center_cross_kernel, center_kernel
+
+__all__ = ["KTCCA", "kernel_whitening"]
+
+
+def _per_view(value, m: int, name: str) -> list:
+    if isinstance(value, (list, tuple)):
+        if len(value) != m:
+            raise ValueError(f"{name} has {len(value)} entries but there are {m} views")
+        return list(value)
+    return [value] * m
+
+
+def _check_psd(K: np.ndarray, p: int) -> None:
+    """Reject a precomputed kernel that is not symmetric positive semidefinite."""
+    scale = max(float(np.abs(K).max()), np.finfo(float).tiny)
+    if np.abs(K - K.T).max() > 1e-8 * scale:
+        raise ValueError(f"the kernel of view {p} is not symmetric")
+    try:
+        np.linalg.cholesky(K + 1e-10 * scale * K.shape[0] * np.eye(K.shape[0]))
+    except np.linalg.LinAlgError:
+        low = float(np.linalg.eigvalsh(K)[0])
+        raise ValueError(
+            f"the kernel of view {p} is not positive semidefinite "
+            f"(smallest eigenvalue {low:.3g})"
+        ) from None
+
+
+def kernel_whitening(K: np.ndarray, eps: float, jitter: float, p: int = 0):
+    """Upper Cholesky factor L of K^2 + eps K (+ jitter) and Y = K L^(-1).
+
+    ``jitter`` (relative to the mean diagonal of K^2 + eps K) is added to the
+    diagonal because a centered kernel, or a kernel of rank below N, makes
+    K^2 + eps K singular; directions in the null space of K carry no data, so the
+    jitter does not change the projections of training or new samples.
+    """
+    G = K @ K + eps * K
+    G = (G + G.T) / 2
+    if jitter > 0:
+        G[np.diag_indices_from(G)] += jitter * max(float(np.mean(np.diag(G))), 1e-300)
+    try:
+        L = sla.cholesky(G, lower=False)
+    except np.linalg.LinAlgError:
+        raise ValueError(
+            f"K^2 + eps*K of view {p} is not positive definite; increase jitter "
+            f"(now {jitter:g}) or eps (now {eps:g})"
+        ) from None
+    # Y^T = L^(-T) K, the paper's A_p; Y's rows are the whitened samples.
+    Y = sla.solve_triangular(L, K, trans="T", lower=False).T
+    return L, np.ascontiguousarray(Y)
+
+
+class KTCCA(TransformerMixin, BaseEstimator):
+    """Kernel tensor CCA for m >= 2 views.
+
+    Parameters
+    ----------
+    n_components : int
+        Dimension r of the common subspace (at most N).
+    eps : float, default=1e-2
+        The paper's epsilon in the constraint a_p^T (K_p^2 + eps K_p) a_p = 1.
+    kernel : str, callable or list of those, default="l2"
+        Per view (a list) or for all views: ``"chi2"`` and ``"l2"`` are the paper's
+        exp(-d / max d) kernels with the chi-square or L2 distance, also
+        ``"linear"``, ``"rbf"``, ``"precomputed"`` (views are then N x N kernel
+        matrices; ``transform`` takes (n_new, N) cross kernels) or a callable
+        ``k(A, B)``.
+    kernel_params : dict or list of dicts, optional
+        Extra arguments of :class:`tcca_core.kernels.ViewKernel` (e.g. ``gamma``).
+    center : bool, default=True
+        Center the kernels in feature space (H K H), as TCCA centers the data.
+    jitter : float, default=1e-10
+        Added to the diagonal of K^2 + eps K, relative to its mean diagonal, so the
+        Cholesky factor exists for centered or low-rank kernels (see
+        :func:`kernel_whitening`).
+    max_iter, tol, init, random_state, algorithm
+        As in :class:`tcca_core.TCCA`; the dense engine builds the N^m tensor S.
+
+    Attributes
+    ----------
+    dual_coef_ : list of ndarray of shape (N, r)
+        L_p^(-1) B_p, so that Z_p = K_p(new, train) @ dual_coef_[p].
+    factors_ : list of ndarray of shape (N, r)
+        B_p, unit-norm columns.
+    weights_, correlations_, n_iter_, converged_, reconstruction_errors_, algorithm_
+        As in :class:`tcca_core.TCCA`.
+    """
+
+    def __init__(
+        self,
+        n_components: int = 2,
+        *,
+        eps: float = 1e-2,
+        kernel: str | Callable | list = "l2",
+        kernel_params: dict | list | None = None,
+        center: bool = True,
+        jitter: float = 1e-10,
+        max_iter: int = 200,
+        tol: float = 1e-6,
+        init="svd",
+        random_state=None,
+        algorithm: str = "auto",
+    ):
+        self.n_components = n_components
+        self.eps = eps
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.center = center
+        self.jitter = jitter
+        self.max_iter = max_iter
+        self.tol = tol
+        self.init = init
+        self.random_state = random_state
+        self.algorithm = algorithm
+
+    def fit(self, views, y=None):
+        """Fit on a list of views (or of N x N kernels with kernel="precomputed")."""
+        eps, max_iter, tol = _check_params(
+            self.n_components, self.eps, self.max_iter, self.tol, self.algorithm
+        )
+        jitter = check_eps(self.jitter, "jitter")
+        if not isinstance(views, (list, tuple)):
+            check_views(views)  # raises the standard message
+        m = len(views)
+        kernels = _per_view(self.kernel, m, "kernel")
+        params = _per_view(self.kernel_params or {}, m, "kernel_params")
+        views = check_views(
+            views, accept_sparse=not any(k == "precomputed" for k in kernels)
+        )
+        N = views[0].shape[0]
+        r_max, why = max_cp_rank(N, [N] * m)
+        r = check_n_components(self.n_components, r_max, why)
+        rng = as_generator(self.random_state)
+
+        self.kernels_, self.center_stats_, self._L = [], [], []
+        wviews = []
+        for p, (X, k, kp) in enumerate(zip(views, kernels, params, strict=True)):
+            vk = ViewKernel(k, **kp)
+            K = vk.fit(X)
+            if k == "precomputed":
+                if K.shape[0] != N:
+                    raise ValueError(f"the kernel of view {p} must be {N} x {N}")
+                _check_psd(K, p)
+            stats = None
+            if self.center:
+                K, stats = center_kernel(K)
+            L, Y = kernel_whitening(K, eps, jitter, p)
+            self.kernels_.append(vk)
+            self.center_stats_.append(stats)
+            self._L.append(L)
+            wviews.append(WhitenedView(Y))
+        weights, factors, info = decompose(
+            wviews,
+            r,
+            algorithm=self.algorithm,
+            init=self.init,
+            max_iter=max_iter,
+            tol=tol,
+            rng=rng,
+        )
+        H = np.ones((N, r))
+        for v, B in zip(wviews, factors, strict=True):
+            H *= v.dot(B)
+        self.factors_ = factors
+        self.dual_coef_ = [
+            sla.solve_triangular(L, B, lower=False)
+            for L, B in zip(self._L, factors, strict=True)
+        ]
+        self.weights_ = weights
+        self.correlations_ = H.mean(axis=0)
+        self.n_iter_ = info["n_iter"]
+        self.converged_ = info["converged"]
+        self.reconstruction_errors_ = info["errors"]
+        self.algorithm_ = info["engine"]
+        self.n_views_ = m
+        self.n_train_ = N
+        if not self.converged_ and tol > 0:
+            warnings.warn(
+                f"KTCCA: ALS stopped after max_iter={self.n_iter_} sweeps without "
+                f"reaching tol={tol}; increase max_iter",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self
+
+    def transform(self, views, per_view: bool = False):
+        """Project new samples: [Z_1 ... Z_m], shape (n_new, m r), or a list."""
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "dual_coef_")
+        precomputed = [vk.kernel == "precomputed" for vk in self.kernels_]
+        views = check_views(views, min_samples=1, accept_sparse=not any(precomputed))
+        if len(views) != self.n_views_:
+            raise ValueError(
+                f"the estimator was fitted on {self.n_views_} views, got {len(views)}"
+            )
+        Z = []
+        for vk, stats, A, X in zip(
+            self.kernels_, self.center_stats_, self.dual_coef_, views, strict=True
+        ):
+            Kx = vk.cross(X)
+            if stats is not None:
+                Kx = center_cross_kernel(Kx, stats)
+            Z.append(Kx @ A)
+        return Z if per_view else np.hstack(Z)
+
+    def fit_transform(self, views, y=None, per_view: bool = False):
+        return self.fit(views).transform(views, per_view=per_view)

@@ -1,0 +1,261 @@
+"""Tensor CCA (Luo et al., TKDE 2015, section 4).
+
+Rows are samples: view p is X_p of shape (N, d_p), the transpose of the paper's X_p.
+
+For centered views, C_pp = X_p^T X_p / N and C~_pp = C_pp + eps I. TCCA maximizes the
+high-order canonical correlation rho = C_12..m x_1 h_1^T ... x_m h_m^T subject to
+h_p^T C~_pp h_p = 1 (eq. 4.6-4.7). With u_p = C~_pp^(1/2) h_p this is the best rank-1
+approximation of the whitened tensor M = C_12..m x_1 C~_11^(-1/2) ... x_m C~_mm^(-1/2)
+(Theorem 2, eq. 4.9-4.10); r components come from a rank-r CP decomposition by ALS,
+and the projected data are Z_p = X_p C~_pp^(-1/2) U_p (eq. 4.11).
+"""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Integral
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
+
+from ._linalg import column_mean, covariance, inv_sqrt_psd
+from ._tensors import WhitenedView, decompose
+from ._validation import (
+    check_eps,
+    check_n_components,
+    check_positive_int,
+    check_tol,
+    check_views,
+)
+
+__all__ = ["TCCA", "tcca", "max_cp_rank", "as_generator"]
+
+ALGORITHMS = ("auto", "dense", "implicit")
+
+
+def as_generator(random_state) -> np.random.Generator:
+    """A numpy Generator from None, an int, a Generator or a RandomState."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(2**32 - 1))
+    if random_state is None or isinstance(random_state, Integral):
+        return np.random.default_rng(random_state)
+    raise ValueError(
+        f"random_state must be None, an int or a numpy Generator, got {random_state!r}"
+    )
+
+
+def max_cp_rank(N: int, dims) -> tuple[int, str]:
+    """Upper bound on n_components and why.
+
+    M has CP rank at most N (it is a sum of N rank-1 terms) and at most
+    prod(d) / max(d) (the number of columns of its largest-mode unfolding bounds the
+    rank of any tensor). For m = 2 this is min(N, d_1, d_2), the CCA bound.
+    """
+    dims = list(dims)
+    bound = int(np.prod(dims, dtype=object) // max(dims))
+    if N <= bound:
+        return N, f"the moment tensor is a sum of N = {N} rank-1 terms"
+    return bound, f"prod(d) / max(d) = {bound} for view dimensions {dims}"
+
+
+def _check_params(n_components, eps, max_iter, tol, algorithm):
+    eps = check_eps(eps)
+    check_positive_int(n_components, "n_components")
+    max_iter = check_positive_int(max_iter, "max_iter")
+    tol = check_tol(tol)
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+    return eps, max_iter, tol
+
+
+def tcca(
+    views,
+    n_components: int,
+    *,
+    eps: float = 1e-2,
+    max_iter: int = 200,
+    tol: float = 1e-6,
+    init="svd",
+    random_state=None,
+    algorithm: str = "auto",
+) -> dict:
+    """Fit TCCA; the function behind :class:`TCCA` (see there for the parameters).
+
+    Returns a dict with ``means``, ``whiteners`` (C~_pp^(-1/2)), ``factors`` (U_p),
+    ``projections`` (W_p = C~_pp^(-1/2) U_p), ``weights`` (CP lambdas),
+    ``correlations`` (rho_k), ``n_iter``, ``converged``, ``errors``, ``engine``.
+    """
+    eps, max_iter, tol = _check_params(n_components, eps, max_iter, tol, algorithm)
+    views = check_views(views)
+    N = views[0].shape[0]
+    dims = [X.shape[1] for X in views]
+    r_max, why = max_cp_rank(N, dims)
+    r = check_n_components(n_components, r_max, why)
+    rng = as_generator(random_state)
+
+    means = [column_mean(X) for X in views]
+    whiteners = [
+        inv_sqrt_psd(covariance(X, mu), eps) for X, mu in zip(views, means, strict=True)
+    ]
+    wviews = [
+        WhitenedView(X, mu, W) for X, mu, W in zip(views, means, whiteners, strict=True)
+    ]
+    weights, factors, info = decompose(
+        wviews, r, algorithm=algorithm, init=init, max_iter=max_iter, tol=tol, rng=rng
+    )
+    # rho_k of the projected training data (Theorem 1), exact for every k.
+    H = np.ones((N, r))
+    for v, U in zip(wviews, factors, strict=True):
+        H *= v.dot(U)
+    return {
+        "means": means,
+        "whiteners": whiteners,
+        "factors": factors,
+        "projections": [W @ U for W, U in zip(whiteners, factors, strict=True)],
+        "weights": weights,
+        "correlations": H.mean(axis=0),
+        **info,
+    }
+
+
+class TCCA(TransformerMixin, BaseEstimator):
+    """Tensor canonical correlation analysis for m >= 2 views.
+
+    Parameters
+    ----------
+    n_components : int
+        Dimension r of the common subspace (the CP rank). At most
+        min(N, prod(d) / max(d)); ``transform`` returns m * r columns.
+    eps : float, default=1e-2
+        The paper's regularizer epsilon: C~_pp = C_pp + eps I, with the 1/N-scaled
+        covariance C_pp.
+    max_iter : int, default=200
+        Most ALS sweeps.
+    tol : float, default=1e-6
+        Stop when the relative reconstruction error changes by less than ``tol``
+        between sweeps (tensorly's ``abs_rec_error`` criterion). 0 runs all sweeps.
+    init : {"svd", "random"} or list of arrays, default="svd"
+        ALS start: a randomized HOSVD computed without unfolding M, Gaussian
+        factors, or explicit (d_p, r) factor matrices.
+    random_state : int, numpy Generator or None
+        Seeds the initialization; the same seed gives bit-identical results.
+    algorithm : {"auto", "dense", "implicit"}, default="auto"
+        ``"dense"`` builds the d_1 x ... x d_m tensor M and runs tensorly's
+        ``parafac`` on it (the paper's route). ``"implicit"`` never forms M: M is the
+        rank-N CP tensor (1/N) sum_n y_1n o ... o y_mn of the whitened samples, so
+        every MTTKRP is Y_p^T (Hadamard_{q != p} Y_q U_q) / N. Both run the same ALS
+        and agree to rounding. ``"auto"`` picks the cheaper one by
+        :func:`tcca_core._tensors.engine_costs` and never builds a dense tensor over
+        2 GiB.
+
+    Attributes
+    ----------
+    means_ : list of ndarray of shape (d_p,)
+    factors_ : list of ndarray of shape (d_p, r)
+        U_p, unit-norm columns.
+    projections_ : list of ndarray of shape (d_p, r)
+        W_p = C~_pp^(-1/2) U_p; Z_p = (X_p - mean_p) W_p.
+    weights_ : ndarray of shape (r,)
+        CP weights lambda_k, sorted in decreasing order. For r = 1 (and for
+        mutually orthogonal components) they equal the high-order canonical
+        correlations; in general they are the least-squares coefficients of the
+        rank-1 terms.
+    correlations_ : ndarray of shape (r,)
+        High-order canonical correlations rho_k = (1/N) sum_n prod_p Z_p[n, k] of
+        the training data (Theorem 1).
+    n_iter_ : int
+    converged_ : bool
+    reconstruction_errors_ : list of float
+        ||M - M_hat||_F / ||M||_F after each sweep.
+    algorithm_ : str
+        The engine used.
+    n_features_in_ : list of int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tcca_core import TCCA
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.standard_normal((200, 1))
+    >>> views = [z @ rng.standard_normal((1, d)) + rng.standard_normal((200, d))
+    ...          for d in (5, 6, 7)]
+    >>> Z = TCCA(n_components=2, random_state=0).fit_transform(views)
+    >>> Z.shape
+    (200, 6)
+    """
+
+    def __init__(
+        self,
+        n_components: int = 2,
+        *,
+        eps: float = 1e-2,
+        max_iter: int = 200,
+        tol: float = 1e-6,
+        init="svd",
+        random_state=None,
+        algorithm: str = "auto",
+    ):
+        self.n_components = n_components
+        self.eps = eps
+        self.max_iter = max_iter
+        self.tol = tol
+        self.init = init
+        self.random_state = random_state
+        self.algorithm = algorithm
+
+    def fit(self, views, y=None):
+        """Fit on a list of views, each (n_samples, d_p), dense or scipy.sparse."""
+        out = tcca(
+            views,
+            self.n_components,
+            eps=self.eps,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            init=self.init,
+            random_state=self.random_state,
+            algorithm=self.algorithm,
+        )
+        self.means_ = out["means"]
+        self.factors_ = out["factors"]
+        self.projections_ = out["projections"]
+        self.weights_ = out["weights"]
+        self.correlations_ = out["correlations"]
+        self.n_iter_ = out["n_iter"]
+        self.converged_ = out["converged"]
+        self.reconstruction_errors_ = out["errors"]
+        self.algorithm_ = out["engine"]
+        self.n_features_in_ = [W.shape[0] for W in self.projections_]
+        if not self.converged_ and self.tol > 0:
+            warnings.warn(
+                f"TCCA: ALS stopped after max_iter={self.n_iter_} sweeps without "
+                f"reaching tol={self.tol}; increase max_iter",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self
+
+    def transform(self, views, per_view: bool = False):
+        """Project views: [Z_1 ... Z_m] of shape (n_samples, m r), or a list."""
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "projections_")
+        views = check_views(views, min_samples=1, n_features=self.n_features_in_)
+        Z = [
+            _project(X, mu, W)
+            for X, mu, W in zip(views, self.means_, self.projections_, strict=True)
+        ]
+        return Z if per_view else np.hstack(Z)
+
+    def fit_transform(self, views, y=None, per_view: bool = False):
+        return self.fit(views).transform(views, per_view=per_view)
+
+
+def _project(X, mean, W) -> np.ndarray:
+    """(X - mean) @ W without densifying a sparse X."""
+    if sp.issparse(X):
+        return np.asarray(X @ W) - mean @ W
+    return (X - mean) @ W

@@ -1,0 +1,262 @@
+"""The whitened moment tensor M = (1/N) sum_n y_1n o y_2n o ... o y_mn, two ways.
+
+Rows are samples: Y_p is N x d_p and y_pn its n-th row. For TCCA,
+Y_p = (X_p - mean_p) (C_pp + eps I)^(-1/2) and M is the paper's whitened covariance
+tensor (eq. 4.9); for KTCCA, Y_p = K_p L_p^(-1) and M is the paper's S (eq. 4.14).
+
+M is a CP tensor of rank N with factors Y_p^T, so everything ALS needs has an exact
+tensor-free form:
+
+* MTTKRP: M_(p) (kr_{q != p} U_q) = Y_p^T (Hadamard_{q != p} Y_q U_q) / N,
+  O(N r sum_p d_p) time and O(N r m) memory;
+* ||M||^2 = (1/N^2) sum_{n, n'} prod_p <y_pn, y_pn'>, by blocks of the N x N Gram
+  matrices, O(N^2 sum_p d_p) time and O(block^2) memory.
+
+The dense route (:func:`dense_moment`) builds M itself, O(N prod_p d_p) time and
+O(prod_p d_p) memory; it is the paper's route and the reference for the tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = [
+    "WhitenedView",
+    "ImplicitMoment",
+    "dense_moment",
+    "dense_mttkrp",
+    "DENSE_MAX_BYTES",
+]
+
+#: Largest dense tensor the "auto" engine choice will build (bytes).
+DENSE_MAX_BYTES = 2 * 1024**3
+
+_BLOCK_BYTES = 64 * 1024**2
+
+
+class WhitenedView:
+    """One view's whitened data Y = (X - mean) @ W, with X dense or sparse.
+
+    A dense X is whitened once (Y has the size of X). A sparse X is never
+    densified: products with Y are taken as X @ (W U) - 1 (mean^T W U), and
+    :meth:`rows` densifies only a block of rows at a time.
+    """
+
+    def __init__(self, X, mean: np.ndarray | None = None, W: np.ndarray | None = None):
+        self.N, d = X.shape
+        self.d = d if W is None else W.shape[1]
+        if sp.issparse(X):
+            self.X = sp.csr_matrix(X)
+            self.mean = np.zeros(d) if mean is None else mean
+            self.W = np.eye(d) if W is None else W
+            self.Y = None
+        else:
+            Y = X if mean is None else X - mean
+            self.Y = np.ascontiguousarray(Y if W is None else Y @ W)
+
+    def dot(self, U: np.ndarray) -> np.ndarray:
+        """Y @ U, shape (N, r)."""
+        if self.Y is not None:
+            return self.Y @ U
+        WU = self.W @ U
+        return np.asarray(self.X @ WU) - self.mean @ WU
+
+    def tdot(self, H: np.ndarray) -> np.ndarray:
+        """Y.T @ H, shape (d, r)."""
+        if self.Y is not None:
+            return self.Y.T @ H
+        XtH = np.asarray(self.X.T @ H) - np.outer(self.mean, H.sum(axis=0))
+        return self.W.T @ XtH
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        """Dense block Y[start:stop]."""
+        if self.Y is not None:
+            return self.Y[start:stop]
+        return (self.X[start:stop].toarray() - self.mean) @ self.W
+
+
+def _block_rows(N: int, row_bytes: int) -> int:
+    return int(max(1, min(N, _BLOCK_BYTES // max(row_bytes, 1))))
+
+
+class ImplicitMoment:
+    """M = (1/N) sum_n y_1n o ... o y_mn, held as its rank-N CP factors.
+
+    ``mttkrp`` caches the projections Y_q U_q and recomputes one only when ALS has
+    replaced U_q, so a sweep costs two products with each Y_p.
+    """
+
+    def __init__(self, views: Sequence[WhitenedView]):
+        self.views = list(views)
+        self.N = self.views[0].N
+        self.dims = [v.d for v in self.views]
+        self._cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def project(self, factors: Sequence[np.ndarray], q: int) -> np.ndarray:
+        hit = self._cache.get(q)
+        if hit is not None and hit[0] is factors[q]:
+            return hit[1]
+        P = self.views[q].dot(factors[q])
+        self._cache[q] = (factors[q], P)
+        return P
+
+    def mttkrp(self, factors: Sequence[np.ndarray], p: int) -> np.ndarray:
+        H = None
+        for q in range(len(self.views)):
+            if q == p:
+                continue
+            P = self.project(factors, q)
+            H = P.copy() if H is None else H * P
+        return self.views[p].tdot(H) / self.N
+
+    def norm_sq(self) -> float:
+        """||M||_F^2 from blocks of the Gram matrices (never N x N at once)."""
+        N = self.N
+        B = _block_rows(N, 8 * N)
+        B = max(1, min(B, 4096))
+        total = 0.0
+        starts = range(0, N, B)
+        for i in starts:
+            Yi = [v.rows(i, i + B) for v in self.views]
+            for j in starts:
+                if j < i:
+                    continue
+                G = None
+                for v, yi in zip(self.views, Yi, strict=True):
+                    g = yi @ v.rows(j, j + B).T
+                    G = g if G is None else G * g
+                total += G.sum() * (1.0 if i == j else 2.0)
+        return total / N**2
+
+    def correlations(self, factors: Sequence[np.ndarray]) -> np.ndarray:
+        """rho_k = M x_1 u_1k ... x_m u_mk = (1/N) sum_n prod_p (Y_p u_pk)_n."""
+        H = None
+        for q, v in enumerate(self.views):
+            P = v.dot(factors[q])
+            H = P if H is None else H * P
+        return H.mean(axis=0)
+
+
+def dense_moment(views: Sequence[WhitenedView]) -> np.ndarray:
+    """Build M (d_1 x ... x d_m) by blocks of samples.
+
+    M_(1) = Y_1^T (Y_2 kr_rows ... kr_rows Y_m) / N, where kr_rows is the row-wise
+    Khatri-Rao (face-splitting) product; blocks keep that product under 64 MB.
+    """
+    dims = [v.d for v in views]
+    N = views[0].N
+    rest = int(np.prod(dims[1:]))
+    M = np.zeros((dims[0], rest))
+    B = _block_rows(N, 8 * rest)
+    for i in range(0, N, B):
+        Y = [v.rows(i, i + B) for v in views]
+        KR = Y[1]
+        for Yq in Y[2:]:
+            KR = (KR[:, :, None] * Yq[:, None, :]).reshape(KR.shape[0], -1)
+        M += Y[0].T @ KR
+    return (M / N).reshape(dims)
+
+
+def dense_mttkrp(M: np.ndarray, factors: Sequence[np.ndarray], p: int) -> np.ndarray:
+    """MTTKRP of a dense tensor, through tensorly (the reference implementation)."""
+    from tensorly.tenalg import unfolding_dot_khatri_rao
+
+    return unfolding_dot_khatri_rao(M, (None, list(factors)), p)
+
+
+# Sweeps assumed by the cost model; ALS on these problems typically needs tens.
+_COST_SWEEPS = 50
+
+
+def engine_costs(N: int, dims: Sequence[int], rank: int) -> dict[str, float]:
+    """Estimated flops of a whole fit with each engine.
+
+    dense:    2 N prod(d)            (build M)
+              + S * m * 2 r prod(d)  (S sweeps of m MTTKRPs on the dense tensor)
+    implicit: 2 N^2 sum(d)           (||M||^2 from the Gram blocks)
+              + S * 4 N r sum(d)     (per sweep: Y_p U_p and Y_p^T H for every p)
+    with S = 50 sweeps. Memory: dense needs 8 prod(d) bytes, implicit 8 m N r.
+    """
+    m = len(dims)
+    prod = float(np.prod(np.asarray(dims, dtype=float)))
+    sd = float(sum(dims))
+    dense = 2 * N * prod + _COST_SWEEPS * m * 2 * rank * prod
+    implicit = 2.0 * N * N * sd + _COST_SWEEPS * 4.0 * N * rank * sd
+    return {"dense": dense, "implicit": implicit, "dense_bytes": 8 * prod}
+
+
+def choose_engine(N: int, dims: Sequence[int], rank: int, algorithm: str) -> str:
+    """Resolve ``algorithm="auto"`` with :func:`engine_costs`; refuse huge dense."""
+    costs = engine_costs(N, dims, rank)
+    if algorithm == "auto":
+        if costs["dense_bytes"] > DENSE_MAX_BYTES:
+            return "implicit"
+        return "dense" if costs["dense"] < costs["implicit"] else "implicit"
+    if algorithm == "dense" and costs["dense_bytes"] > DENSE_MAX_BYTES:
+        gib = costs["dense_bytes"] / 1024**3
+        raise ValueError(
+            f"algorithm='dense' would build a {' x '.join(map(str, dims))} tensor "
+            f"({gib:.1f} GiB, more than the {DENSE_MAX_BYTES / 1024**3:.0f} GiB "
+            "allowed); use algorithm='implicit', which gives the same answer "
+            "without forming it"
+        )
+    return algorithm
+
+
+def decompose(
+    views: Sequence[WhitenedView],
+    rank: int,
+    *,
+    algorithm: str,
+    init,
+    max_iter: int,
+    tol: float,
+    rng: np.random.Generator,
+):
+    """Rank-``rank`` CP-ALS of the moment tensor of ``views`` with either engine.
+
+    Returns ``(weights, factors, info)`` with normalized, sign-fixed factors sorted
+    by weight, and ``info`` holding the engine, iterations, convergence flag and the
+    relative reconstruction errors.
+    """
+    from ._als import cp_als, init_factors, normalize_cp
+
+    N = views[0].N
+    dims = [v.d for v in views]
+    engine = choose_engine(N, dims, rank, algorithm)
+    if engine == "implicit":
+        op = ImplicitMoment(views)
+        U0 = init_factors(op.mttkrp, dims, rank, init, rng)
+        res = cp_als(op.mttkrp, op.norm_sq(), U0, max_iter=max_iter, tol=tol)
+        weights, factors = res.weights, res.factors
+        n_iter, converged, errors = res.n_iter, res.converged, res.errors
+    else:
+        import tensorly as tl
+        from tensorly.decomposition import parafac
+
+        M = dense_moment(views)
+        U0 = init_factors(lambda f, p: dense_mttkrp(M, f, p), dims, rank, init, rng)
+        with tl.backend_context("numpy"):
+            cp, errors = parafac(
+                M,
+                rank,
+                n_iter_max=max_iter,
+                init=tl.cp_tensor.CPTensor((np.ones(rank), U0)),
+                tol=tol,
+                return_errors=True,
+            )
+        weights, factors = cp.weights, list(cp.factors)
+        errors = [float(e) for e in errors]
+        n_iter = len(errors)
+        converged = bool(tol and n_iter >= 2 and abs(errors[-2] - errors[-1]) < tol)
+    weights, factors = normalize_cp(weights, factors)
+    info = {
+        "engine": engine,
+        "n_iter": n_iter,
+        "converged": converged,
+        "errors": errors,
+    }
+    return weights, factors, info

@@ -1,0 +1,153 @@
+"""KTCCA against the mathematics of the paper (section 4.4 and the appendix)."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from scipy.linalg import subspace_angles
+
+from tcca_core import KTCCA, TCCA
+from tcca_core.kernels import ViewKernel, chi2_distance
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(4242)
+
+
+def _views(rng, dims, N):
+    z = rng.exponential(size=(N, 2)) - 1.0
+    return [z @ rng.standard_normal((2, d)) + 0.3 * rng.standard_normal((N, d))
+            for d in dims]
+
+
+def _outer_sum(F):
+    """(1/N) sum_n f_1n o ... o f_mn for F_p of shape (N, D_p)."""
+    letters = "abcd"[: len(F)]
+    return np.einsum(",".join("n" + c for c in letters) + "->" + letters, *F) / len(F[0])
+
+
+@pytest.mark.parametrize("m", [2, 3, 4])
+def test_kernel_tensor_theorem(rng, m):
+    """C x_1 phi(X_1)^T ... x_m phi(X_m)^T = (1/N) sum_n k_1n o ... o k_mn (Thm 3)."""
+    N, D = 6, [3, 4, 2, 3][:m]
+    phi = [rng.standard_normal((N, d)) for d in D]  # rows = phi(x_pn)
+    C = _outer_sum(phi)
+    F = C
+    for p, P in enumerate(phi):
+        F = np.moveaxis(np.tensordot(P, F, axes=(1, p)), 0, p)
+    K = [P @ P.T for P in phi]
+    G = _outer_sum([Kp.T for Kp in K])  # k_pn is the n-th column of K_pp
+    assert_allclose(F, G, atol=1e-12)
+
+
+@pytest.mark.parametrize("m", [2, 3, 4])
+def test_dense_and_implicit_engines_agree(rng, m):
+    N, r = 14, 2
+    views = _views(rng, [3, 4, 5, 3][:m], N)
+    init = [rng.standard_normal((N, r)) for _ in range(m)]
+    kw = dict(kernel="rbf", init=init, tol=0, max_iter=30)
+    a = KTCCA(r, algorithm="dense", **kw).fit(views)
+    b = KTCCA(r, algorithm="implicit", **kw).fit(views)
+    assert_allclose(a.weights_, b.weights_, rtol=1e-9, atol=1e-13)
+    for Ba, Bb in zip(a.factors_, b.factors_):
+        assert np.max(subspace_angles(Ba, Bb)) < 1e-8
+    assert_allclose(a.transform(views), b.transform(views), atol=1e-9)
+
+
+def test_linear_kernel_ktcca_is_tcca(rng):
+    """With K = Xc Xc^T and eps_K = N eps, KTCCA solves TCCA's problem.
+
+    a^T (K^2 + N eps K) a = N h^T (C + eps I) h for h = Xc^T a, and the kernel tensor
+    contracts to TCCA's objective, so h_K = h / sqrt(N), rho_K = rho / N^(m/2).
+    """
+    N, eps, m = 120, 0.05, 3
+    views = _views(rng, (3, 4, 5), N)
+    lin = TCCA(1, eps=eps, tol=1e-13, max_iter=3000, random_state=0).fit(views)
+    ker = KTCCA(1, eps=N * eps, kernel="linear", tol=1e-13, max_iter=3000,
+                jitter=1e-13, random_state=0).fit(views)
+    assert_allclose(ker.weights_[0] * N ** (m / 2), lin.weights_[0], rtol=1e-6)
+    for zl, zk in zip(lin.transform(views, per_view=True),
+                      ker.transform(views, per_view=True)):
+        assert_allclose(abs(zl[:, 0] @ zk[:, 0]) / np.linalg.norm(zl) / np.linalg.norm(zk),
+                        1.0, atol=1e-8)
+        assert_allclose(np.linalg.norm(zk), np.linalg.norm(zl) / np.sqrt(N), rtol=1e-6)
+
+
+def test_training_projection_is_K_Linv_B(rng):
+    views = _views(rng, (3, 4, 5), 30)
+    est = KTCCA(2, kernel="l2", random_state=0).fit(views)
+    for p, Z in enumerate(est.transform(views, per_view=True)):
+        K = est.kernels_[p].fit(views[p])
+        K = K - K.mean(0) - K.mean(1)[:, None] + K.mean()
+        Linv = np.linalg.inv(est._L[p])
+        assert_allclose(Z, K @ Linv @ est.factors_[p], atol=1e-8)
+    # rho_k of the training projections (Theorem 1 in feature space)
+    Z = est.transform(views, per_view=True)
+    rho = np.mean(np.prod([z for z in Z], axis=0), axis=0)
+    assert_allclose(rho, est.correlations_, atol=1e-12)
+
+
+def test_precomputed_kernels_match_computed_ones(rng):
+    views = _views(rng, (3, 4, 5), 25)
+    new = _views(rng, (3, 4, 5), 4)
+    a = KTCCA(2, kernel="l2", random_state=1).fit(views)
+    Ks, Kx = [], []
+    for X, Xn in zip(views, new):
+        vk = ViewKernel("l2")
+        Ks.append(vk.fit(X))
+        Kx.append(vk.cross(Xn))
+    b = KTCCA(2, kernel="precomputed", random_state=1).fit(Ks)
+    assert_allclose(a.weights_, b.weights_, rtol=1e-10)
+    assert_allclose(a.transform(new), b.transform(Kx), atol=1e-10)
+
+
+def test_paper_kernels():
+    rng = np.random.default_rng(0)
+    H = rng.random((10, 6))
+    D = chi2_distance(H)
+    ref = np.array([[np.sum((a - b) ** 2 / np.where(a + b > 0, a + b, 1)) for b in H]
+                    for a in H])
+    assert_allclose(D, ref, atol=1e-12)
+    K = ViewKernel("chi2").fit(H)
+    assert_allclose(np.diag(K), 1.0)
+    assert_allclose(K.min(), np.exp(-1.0))
+    with pytest.raises(ValueError, match="non-negative"):
+        chi2_distance(H - 0.5)
+
+
+def test_same_seed_gives_identical_bits(rng):
+    views = _views(rng, (3, 4, 5), 30)
+    a = KTCCA(2, random_state=5).fit_transform(views)
+    b = KTCCA(2, random_state=5).fit_transform(views)
+    assert np.array_equal(a, b)
+
+
+def test_non_psd_precomputed_kernel_is_rejected(rng):
+    A = rng.standard_normal((10, 10))
+    bad = (A + A.T) / 2  # indefinite
+    good = np.eye(10)
+    with pytest.raises(ValueError, match="view 0 is not positive semidefinite"):
+        KTCCA(1, kernel="precomputed").fit([bad, good])
+    with pytest.raises(ValueError, match="not symmetric"):
+        KTCCA(1, kernel="precomputed").fit([good, A])
+
+
+@pytest.mark.parametrize(
+    "views_fn, kwargs, match",
+    [
+        (lambda r: [r.standard_normal((10, 3)), r.standard_normal((9, 3))], {},
+         "same number of samples"),
+        (lambda r: [np.full((10, 3), np.nan), r.standard_normal((10, 3))], {}, "NaN"),
+        (lambda r: [r.standard_normal((10, 3))], {}, "at least 2 views"),
+        (lambda r: [r.standard_normal((10, 3))] * 2, {"n_components": 11},
+         "too large"),
+        (lambda r: [r.standard_normal((10, 3))] * 2, {"eps": -1}, "eps must be >= 0"),
+        (lambda r: [r.standard_normal((10, 3))] * 2, {"kernel": ["l2"]},
+         "kernel has 1 entries but there are 2 views"),
+        (lambda r: [r.standard_normal((10, 3))] * 2, {"kernel": "cosine"},
+         "unknown kernel"),
+    ],
+)
+def test_bad_input_raises_a_clear_error(rng, views_fn, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        KTCCA(**{"n_components": 1, **kwargs}).fit(views_fn(rng))

@@ -1,0 +1,276 @@
+"""TCCA against the mathematics of the paper (section 4), not against saved output."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose
+from scipy.linalg import subspace_angles
+from sklearn.base import clone
+
+from tcca_core import TCCA, tcca
+from tcca_core._tensors import WhitenedView, dense_moment, engine_costs
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20150208)
+
+
+def _views(rng, dims, N=200, latent=2, noise=0.5):
+    z = rng.exponential(size=(N, latent)) - 1.0  # skewed: third moments exist
+    return [z @ rng.standard_normal((latent, d)) + noise * rng.standard_normal((N, d))
+            for d in dims]
+
+
+def _inv_sqrt(C):
+    s, V = np.linalg.eigh(C)
+    return V @ np.diag(s**-0.5) @ V.T
+
+
+def _sqrt(C):
+    s, V = np.linalg.eigh(C)
+    return V @ np.diag(s**0.5) @ V.T
+
+
+def _mode_product_all(T, mats):
+    """T x_1 A_1 x_2 A_2 ... with A_p of shape (J_p, I_p) (paper eq. 4.2)."""
+    for p, A in enumerate(mats):
+        T = np.moveaxis(np.tensordot(A, T, axes=(1, p)), 0, p)
+    return T
+
+
+def _cov_tensor(Xc):
+    """C_12..m = (1/N) sum_n x_1n o ... o x_mn, by einsum (independent of the lib)."""
+    letters = "abcdef"[: len(Xc)]
+    expr = ",".join("n" + c for c in letters) + "->" + letters
+    return np.einsum(expr, *Xc) / Xc[0].shape[0]
+
+
+@pytest.mark.parametrize("m", [2, 3, 4])
+def test_theorem1_correlation_equals_tensor_contraction(rng, m):
+    N, dims = 50, [3, 4, 5, 2][:m]
+    X = [rng.standard_normal((N, d)) for d in dims]
+    Xc = [x - x.mean(0) for x in X]
+    h = [rng.standard_normal(d) for d in dims]
+    z = [x @ hp for x, hp in zip(Xc, h)]
+    lhs = np.prod(z, axis=0).sum()  # (z_1 * ... * z_m)^T e
+    C = _cov_tensor(Xc) * N  # the appendix's unnormalized C
+    rhs = _mode_product_all(C, [hp[None, :] for hp in h]).item()
+    assert_allclose(lhs, rhs, rtol=1e-12)
+
+
+@pytest.mark.parametrize("m", [2, 3, 4])
+def test_theorem2_whitening_equivalence(rng, m):
+    N, dims, eps = 80, [3, 4, 5, 3][:m], 0.1
+    Xc = [x - x.mean(0) for x in (rng.standard_normal((N, d)) for d in dims)]
+    C = _cov_tensor(Xc)
+    Ct = [x.T @ x / N + eps * np.eye(x.shape[1]) for x in Xc]
+    M = _mode_product_all(C, [_inv_sqrt(c) for c in Ct])
+    h = [rng.standard_normal(d) for d in dims]
+    u = [_sqrt(c) @ hp for c, hp in zip(Ct, h)]
+    obj_h = _mode_product_all(C, [hp[None, :] for hp in h]).item()
+    obj_u = _mode_product_all(M, [up[None, :] for up in u]).item()
+    assert_allclose(obj_h, obj_u, rtol=1e-10)
+    for c, hp, up in zip(Ct, h, u):  # constraints h^T C~ h = u^T u
+        assert_allclose(hp @ c @ hp, up @ up, rtol=1e-10)
+    # The library's whitened moment tensor is this M.
+    W = [_inv_sqrt(c) for c in Ct]
+    lib = dense_moment([WhitenedView(x, None, w) for x, w in zip(Xc, W)])
+    assert_allclose(lib, M, atol=1e-12)
+
+
+def test_rank1_weight_is_the_high_order_correlation_at_a_stationary_point(rng):
+    views = _views(rng, (4, 5, 6), N=400, latent=1)
+    est = TCCA(1, eps=1e-2, tol=1e-12, max_iter=2000, random_state=0).fit(views)
+    Z = est.transform(views, per_view=True)
+    rho = np.mean(np.prod([z[:, 0] for z in Z], axis=0))  # Theorem 1, 1/N scaling
+    assert_allclose(est.weights_[0], rho, rtol=1e-8)
+    assert_allclose(est.correlations_[0], rho, rtol=1e-10)
+    # Constraint h_p^T C~_pp h_p = 1 and the HOPM fixed point M x_{q != p} u_q = rho u_p.
+    Xc = [x - x.mean(0) for x in views]
+    Ct = [x.T @ x / len(x) + 1e-2 * np.eye(x.shape[1]) for x in Xc]
+    M = _mode_product_all(_cov_tensor(Xc), [_inv_sqrt(c) for c in Ct])
+    u = [U[:, 0] for U in est.factors_]
+    for p, (W, c) in enumerate(zip(est.projections_, Ct)):
+        assert_allclose(W[:, 0] @ c @ W[:, 0], 1.0, rtol=1e-10)
+        others = [u[q][None, :] if q != p else np.eye(len(u[p])) for q in range(3)]
+        assert_allclose(_mode_product_all(M, others).ravel(), rho * u[p], atol=1e-7)
+
+
+def test_two_views_reduce_to_regularized_cca(rng):
+    N, eps = 300, 1e-2
+    views = _views(rng, (5, 7), N=N, latent=3, noise=1.0)
+    Xc = [x - x.mean(0) for x in views]
+    C11, C22 = (x.T @ x / N + eps * np.eye(x.shape[1]) for x in Xc)
+    T = _inv_sqrt(C11) @ (Xc[0].T @ Xc[1] / N) @ _inv_sqrt(C22)
+    U, s, Vt = np.linalg.svd(T)
+    est = TCCA(1, eps=eps, tol=1e-14, max_iter=5000, random_state=1).fit(views)
+    assert_allclose(est.weights_[0], s[0], rtol=1e-8)
+    assert_allclose(abs(est.factors_[0][:, 0] @ U[:, 0]), 1.0, atol=1e-6)
+    # rank r: the CP factors of a matrix span its top-r singular subspaces.
+    est3 = TCCA(3, eps=eps, tol=1e-14, max_iter=5000, random_state=1).fit(views)
+    assert np.max(subspace_angles(est3.factors_[0], U[:, :3])) < 1e-5
+    assert np.max(subspace_angles(est3.factors_[1], Vt[:3].T)) < 1e-5
+
+
+@pytest.mark.parametrize("m", [3, 4])
+def test_planted_low_rank_signal_is_recovered(rng, m):
+    N, r, dims = 4000, 2, [8, 9, 10, 7][:m]
+    S = rng.exponential(size=(N, r)) - 1.0
+    views = [S @ rng.standard_normal((r, d)) + 0.1 * rng.standard_normal((N, d))
+             for d in dims]
+    est = TCCA(r, random_state=0, max_iter=500).fit(views)
+    for Z in est.transform(views, per_view=True):
+        assert np.rad2deg(np.max(subspace_angles(Z, S - S.mean(0)))) < 5
+    noise = [rng.standard_normal((N, d)) for d in dims]
+    est_noise = TCCA(r, random_state=0, max_iter=500).fit(noise)
+    assert est.weights_[0] > 5 * est_noise.weights_[0]
+
+
+@pytest.mark.parametrize("m", [2, 3, 4])
+def test_dense_and_implicit_engines_agree(rng, m):
+    dims = [4, 5, 6, 3][:m]
+    r = 2
+    views = _views(rng, dims, N=150, latent=2)
+    init = [rng.standard_normal((d, r)) for d in dims]
+    kw = dict(init=init, tol=0, max_iter=40)
+    a = TCCA(r, algorithm="dense", **kw).fit(views)
+    b = TCCA(r, algorithm="implicit", **kw).fit(views)
+    assert (a.algorithm_, b.algorithm_) == ("dense", "implicit")
+    assert_allclose(a.weights_, b.weights_, rtol=1e-9, atol=1e-12)
+    for Ua, Ub in zip(a.factors_, b.factors_):
+        assert_allclose(Ua, Ub, atol=1e-9)
+        assert np.max(subspace_angles(Ua, Ub)) < 1e-8
+    assert_allclose(a.reconstruction_errors_, b.reconstruction_errors_, atol=1e-10)
+    # With a tolerance and the default randomized-HOSVD start they also agree.
+    a = TCCA(r, algorithm="dense", random_state=3).fit(views)
+    b = TCCA(r, algorithm="implicit", random_state=3).fit(views)
+    assert a.n_iter_ == b.n_iter_
+    assert_allclose(a.weights_, b.weights_, rtol=1e-8)
+
+
+def test_sparse_input_matches_dense_input(rng):
+    N = 300
+    cats = rng.integers(0, 4, size=(N, 6))
+    onehot = np.zeros((N, 24))
+    onehot[np.arange(N)[:, None], np.arange(6) * 4 + cats] = 1.0
+    views = [onehot[:, :8], onehot[:, 8:16], onehot[:, 16:]]
+    sparse = [sp.csr_matrix(v) for v in views]
+    init = [rng.standard_normal((8, 3)) for _ in range(3)]
+    for algo in ("dense", "implicit"):
+        a = TCCA(3, algorithm=algo, init=init, tol=0, max_iter=20).fit(views)
+        b = TCCA(3, algorithm=algo, init=init, tol=0, max_iter=20).fit(sparse)
+        assert_allclose(a.weights_, b.weights_, rtol=1e-10)
+        assert_allclose(a.transform(views), b.transform(sparse), atol=1e-10)
+
+
+def test_als_error_never_increases(rng):
+    views = _views(rng, (5, 6, 7), N=200, latent=3)
+    est = TCCA(4, tol=0, max_iter=60, init="random", random_state=0).fit(views)
+    e = np.asarray(est.reconstruction_errors_)
+    assert np.all(np.diff(e) <= 1e-12)
+
+
+def test_transform_is_the_affine_projection(rng):
+    views = _views(rng, (4, 5, 6), N=120)
+    est = TCCA(2, random_state=0).fit(views)
+    new = _views(rng, (4, 5, 6), N=7)
+    Z = est.transform(new, per_view=True)
+    for z, x, mu, W in zip(Z, new, est.means_, est.projections_):
+        assert_allclose(z, (x - mu) @ W)
+    assert est.transform(new).shape == (7, 6)
+
+
+def test_same_seed_gives_identical_bits(rng):
+    views = _views(rng, (4, 5, 6), N=100)
+    for init in ("svd", "random"):
+        a = TCCA(3, init=init, random_state=7).fit_transform(views)
+        b = TCCA(3, init=init, random_state=7).fit_transform(views)
+        assert np.array_equal(a, b)
+
+
+def test_function_and_estimator_agree(rng):
+    views = _views(rng, (4, 5, 6), N=100)
+    out = tcca(views, 2, random_state=0)
+    est = TCCA(2, random_state=0).fit(views)
+    assert_allclose(out["weights"], est.weights_)
+    assert clone(est).get_params() == est.get_params()
+
+
+def test_auto_engine_follows_the_cost_model():
+    secstr = engine_costs(84_000, [105] * 3, 50)
+    nus = engine_costs(5597, [500, 144, 128], 50)
+    assert secstr["dense"] < secstr["implicit"]
+    assert nus["implicit"] < nus["dense"]
+    from tcca_core._tensors import choose_engine
+
+    assert choose_engine(84_000, [105] * 3, 50, "auto") == "dense"
+    assert choose_engine(5597, [500, 144, 128], 50, "auto") == "implicit"
+    assert choose_engine(3279, [588, 495, 472], 50, "auto") == "implicit"
+    mfeat = [76, 216, 64, 240, 47, 6]
+    assert choose_engine(2000, mfeat, 20, "auto") == "implicit"
+    with pytest.raises(ValueError, match="GiB.*implicit"):
+        choose_engine(2000, mfeat, 20, "dense")
+
+
+def test_implicit_engine_never_builds_the_tensor(rng, monkeypatch):
+    import tcca_core._tensors as T
+
+    def forbidden(*a, **k):
+        raise AssertionError("dense tensor built")
+
+    monkeypatch.setattr(T, "dense_moment", forbidden)
+    monkeypatch.setattr(T, "dense_mttkrp", forbidden)
+    views = _views(rng, (4, 5, 6, 7), N=100)
+    est = TCCA(2, algorithm="implicit", random_state=0).fit(views)
+    assert est.algorithm_ == "implicit"
+    # auto on a shape where the cost model prefers the implicit engine
+    views = [rng.standard_normal((60, 40)) for _ in range(3)]
+    assert TCCA(2, random_state=0).fit(views).algorithm_ == "implicit"
+
+
+def test_non_convergence_warns_once(rng):
+    views = _views(rng, (4, 5, 6), N=100, latent=3)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        TCCA(3, max_iter=2, tol=1e-15, init="random", random_state=0).fit(views)
+    msgs = [str(x.message) for x in w]
+    assert len(msgs) == 1 and "max_iter=2" in msgs[0]
+
+
+@pytest.mark.parametrize(
+    "views_fn, kwargs, match",
+    [
+        (lambda r: [r.standard_normal((10, 3)), r.standard_normal((9, 3))], {},
+         "same number of samples"),
+        (lambda r: [np.full((10, 3), np.nan), r.standard_normal((10, 3))], {},
+         "view 0 contains NaN"),
+        (lambda r: [np.r_[r.standard_normal((9, 3)), [[np.inf, 0, 0]]],
+                    r.standard_normal((10, 3))], {}, "infinity"),
+        (lambda r: [r.standard_normal((10, 3))], {}, "at least 2 views"),
+        (lambda r: r.standard_normal((10, 3)), {}, "list of arrays"),
+        (lambda r: [r.standard_normal((10, 3)), r.standard_normal((10, 4))],
+         {"n_components": 4}, "n_components=4 is too large"),
+        (lambda r: [r.standard_normal((10, 3))] * 2, {"eps": -1.0}, "eps must be >= 0"),
+        (lambda r: [r.standard_normal((10, 3))] * 2, {"n_components": 0},
+         "n_components must be an integer >= 1"),
+        (lambda r: [r.standard_normal((10, 3))] * 2, {"algorithm": "fast"},
+         "algorithm must be one of"),
+        (lambda r: [r.standard_normal((10, 3)), r.standard_normal(10)], {}, "2-D"),
+        (lambda r: [np.ones((10, 3)), r.standard_normal((10, 3))],
+         {"eps": 0.0}, "singular"),
+    ],
+)
+def test_bad_input_raises_a_clear_error(rng, views_fn, kwargs, match):
+    params = {"n_components": 1, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        TCCA(**params).fit(views_fn(rng))
+
+
+def test_transform_checks_feature_counts(rng):
+    views = _views(rng, (4, 5, 6), N=50)
+    est = TCCA(1, random_state=0).fit(views)
+    with pytest.raises(ValueError, match="view 1 has 4 features"):
+        est.transform([views[0], views[0], views[2]])
