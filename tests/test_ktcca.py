@@ -46,12 +46,13 @@ def test_dense_and_implicit_engines_agree(rng, m):
     views = _views(rng, [3, 4, 5, 3][:m], N)
     init = [rng.standard_normal((N, r)) for _ in range(m)]
     kw = dict(kernel="rbf", init=init, tol=0, max_iter=30)
-    a = KTCCA(r, algorithm="dense", **kw).fit(views)
-    b = KTCCA(r, algorithm="implicit", **kw).fit(views)
-    assert_allclose(a.weights_, b.weights_, rtol=1e-9, atol=1e-13)
-    for Ba, Bb in zip(a.factors_, b.factors_):
-        assert np.max(subspace_angles(Ba, Bb)) < 1e-8
-    assert_allclose(a.transform(views), b.transform(views), atol=1e-9)
+    a = KTCCA(r, algorithm="tensorly", **kw).fit(views)
+    for algo in ("dense", "implicit"):
+        b = KTCCA(r, algorithm=algo, **kw).fit(views)
+        assert_allclose(a.weights_, b.weights_, rtol=1e-9, atol=1e-13)
+        for Ba, Bb in zip(a.factors_, b.factors_):
+            assert np.max(subspace_angles(Ba, Bb)) < 1e-8
+        assert_allclose(a.transform(views), b.transform(views), atol=1e-9)
 
 
 def test_linear_kernel_ktcca_is_tcca(rng):

@@ -32,7 +32,7 @@ from ._validation import (
 
 __all__ = ["TCCA", "tcca", "max_cp_rank", "as_generator"]
 
-ALGORITHMS = ("auto", "dense", "implicit")
+ALGORITHMS = ("auto", "dense", "implicit", "tensorly")
 
 
 def as_generator(random_state) -> np.random.Generator:
@@ -143,12 +143,15 @@ class TCCA(TransformerMixin, BaseEstimator):
         factors, or explicit (d_p, r) factor matrices.
     random_state : int, numpy Generator or None
         Seeds the initialization; the same seed gives bit-identical results.
-    algorithm : {"auto", "dense", "implicit"}, default="auto"
-        ``"dense"`` builds the d_1 x ... x d_m tensor M and runs tensorly's
-        ``parafac`` on it (the paper's route). ``"implicit"`` never forms M: M is the
-        rank-N CP tensor (1/N) sum_n y_1n o ... o y_mn of the whitened samples, so
-        every MTTKRP is Y_p^T (Hadamard_{q != p} Y_q U_q) / N. Both run the same ALS
-        and agree to rounding. ``"auto"`` picks the cheaper one by
+    algorithm : {"auto", "dense", "implicit", "tensorly"}, default="auto"
+        ``"tensorly"`` builds the d_1 x ... x d_m tensor M and runs tensorly's
+        ``parafac`` on it: the paper's route, kept as the reference. ``"dense"``
+        builds M too but runs our ALS loop (tensorly's, step for step) with an
+        MTTKRP that never forms the Khatri-Rao product, several times faster.
+        ``"implicit"`` never forms M: M is the rank-N CP tensor
+        (1/N) sum_n y_1n o ... o y_mn of the whitened samples, so every MTTKRP is
+        Y_p^T (Hadamard_{q != p} Y_q U_q) / N. All three agree to rounding.
+        ``"auto"`` picks "dense" or "implicit" by the cost model
         :func:`tcca_core._tensors.engine_costs` and never builds a dense tensor over
         2 GiB.
 

@@ -141,11 +141,14 @@ class ImplicitMoment:
 
 
 def dense_moment(views: Sequence[WhitenedView]) -> np.ndarray:
-    """Build M (d_1 x ... x d_m) by blocks of samples.
+    """Build M (d_1 x ... x d_m).
 
-    M_(1) = Y_1^T (Y_2 kr_rows ... kr_rows Y_m) / N, where kr_rows is the row-wise
-    Khatri-Rao (face-splitting) product; blocks keep that product under 64 MB.
+    Dense views: by blocks of samples, M_(1) = Y_1^T (Y_2 kr_rows ... kr_rows Y_m) / N,
+    where kr_rows is the row-wise Khatri-Rao (face-splitting) product; blocks keep
+    that product under 64 MB. Sparse views: see :func:`_sparse_moment`.
     """
+    if all(v.Y is None for v in views):
+        return _sparse_moment(views)
     dims = [v.d for v in views]
     N = views[0].N
     rest = int(np.prod(dims[1:]))
@@ -160,8 +163,93 @@ def dense_moment(views: Sequence[WhitenedView]) -> np.ndarray:
     return (M / N).reshape(dims)
 
 
+def _rowwise_kron(A: sp.csr_matrix, B: sp.csr_matrix) -> sp.csr_matrix:
+    """Row n of the result is kron(A[n], B[n]) (face-splitting product), sparse."""
+    nA, nB = np.diff(A.indptr), np.diff(B.indptr)
+    nnz = nA * nB
+    indptr = np.concatenate([[0], np.cumsum(nnz)])
+    t = np.arange(indptr[-1]) - np.repeat(indptr[:-1], nnz)
+    nb = np.repeat(nB, nnz)
+    ia = np.repeat(A.indptr[:-1], nnz) + t // nb
+    jb = np.repeat(B.indptr[:-1], nnz) + t % nb
+    cols = A.indices[ia].astype(np.int64) * B.shape[1] + B.indices[jb]
+    return sp.csr_matrix(
+        (A.data[ia] * B.data[jb], cols, indptr),
+        shape=(A.shape[0], A.shape[1] * B.shape[1]),
+    )
+
+
+def _raw_moment(Xs: Sequence[sp.csr_matrix], block: int = 200_000) -> np.ndarray:
+    """(1/N) sum_n x_1n o ... o x_kn of sparse rows, k >= 2, by blocks of rows."""
+    N = Xs[0].shape[0]
+    dims = [X.shape[1] for X in Xs]
+    T = np.zeros((dims[0], int(np.prod(dims[1:]))))
+    for i in range(0, N, block):
+        KR = Xs[1][i : i + block]
+        for X in Xs[2:]:
+            KR = _rowwise_kron(KR, X[i : i + block])
+        T += (Xs[0][i : i + block].T @ KR).toarray()
+    return (T / N).reshape(dims)
+
+
+def _sparse_moment(views: Sequence[WhitenedView]) -> np.ndarray:
+    """M from sparse views without densifying them: moments, then centering.
+
+    E[o_p (x_p - mu_p)] = sum over subsets S of the views of
+    E[o_{p in S} x_p] o (o_{p not in S} -mu_p), and each raw moment costs
+    sum_n prod_p nnz(x_pn) (125 products per sample for one-hot SecStr views) instead
+    of prod_p d_p. The centered tensor is then whitened mode by mode.
+    """
+    from itertools import combinations
+
+    m = len(views)
+    letters = "abcdefghij"[:m]
+    C = np.zeros([v.X.shape[1] for v in views])
+    for k in range(m + 1):
+        for S in combinations(range(m), k):
+            if k >= 2:
+                T = _raw_moment([views[p].X for p in S])
+            elif k == 1:
+                T = views[S[0]].mean
+            else:
+                T = np.float64(1.0)
+            rest = [p for p in range(m) if p not in S]
+            expr = ",".join(
+                ["".join(letters[p] for p in S)] + [letters[p] for p in rest]
+            )
+            C += np.einsum(expr + "->" + letters, T, *(-views[p].mean for p in rest))
+    for p, v in enumerate(views):
+        C = np.moveaxis(np.tensordot(v.W.T, C, axes=(1, p)), 0, p)
+    return C
+
+
 def dense_mttkrp(M: np.ndarray, factors: Sequence[np.ndarray], p: int) -> np.ndarray:
-    """MTTKRP of a dense tensor, through tensorly (the reference implementation)."""
+    """MTTKRP of a dense tensor without forming the Khatri-Rao product.
+
+    One GEMM contracts the first or last mode (whichever is not p), giving a tensor
+    with a trailing rank axis; the other modes are then contracted component-wise.
+    O(r prod(d)) time like tensorly's ``unfolding_dot_khatri_rao``, but without its
+    (prod(d) / d_p) x r Khatri-Rao matrix, which dominates tensorly's sweep.
+    """
+    m, dims = M.ndim, M.shape
+    r = factors[0].shape[1]
+    letters = "abcdefghij"[:m]
+    if p != m - 1:
+        T = (M.reshape(-1, dims[-1]) @ factors[-1]).reshape(*dims[:-1], r)
+        modes = list(range(m - 1))
+    else:
+        T = np.moveaxis(
+            (factors[0].T @ M.reshape(dims[0], -1)).reshape(r, *dims[1:]), 0, -1
+        )
+        modes = list(range(1, m))
+    others = [q for q in modes if q != p]
+    expr = "".join(letters[q] for q in modes) + "z"
+    expr += "".join("," + letters[q] + "z" for q in others) + "->" + letters[p] + "z"
+    return np.einsum(expr, T, *(factors[q] for q in others), optimize=len(others) > 1)
+
+
+def tensorly_mttkrp(M: np.ndarray, factors: Sequence[np.ndarray], p: int) -> np.ndarray:
+    """MTTKRP through tensorly (the reference implementation)."""
     from tensorly.tenalg import unfolding_dot_khatri_rao
 
     return unfolding_dot_khatri_rao(M, (None, list(factors)), p)
@@ -171,10 +259,14 @@ def dense_mttkrp(M: np.ndarray, factors: Sequence[np.ndarray], p: int) -> np.nda
 _COST_SWEEPS = 50
 
 
-def engine_costs(N: int, dims: Sequence[int], rank: int) -> dict[str, float]:
+def engine_costs(
+    N: int, dims: Sequence[int], rank: int, nnz: Sequence[float] | None = None
+) -> dict[str, float]:
     """Estimated flops of a whole fit with each engine.
 
-    dense:    2 N prod(d)            (build M)
+    dense:    2 N prod(d)            (build M from dense views)
+              or N prod(nnz) + 2^m m prod(d)   (from sparse views with nnz non-zeros
+                                      per row on average, see ``_sparse_moment``)
               + S * m * 2 r prod(d)  (S sweeps of m MTTKRPs on the dense tensor)
     implicit: 2 N^2 sum(d)           (||M||^2 from the Gram blocks)
               + S * 4 N r sum(d)     (per sweep: Y_p U_p and Y_p^T H for every p)
@@ -183,25 +275,35 @@ def engine_costs(N: int, dims: Sequence[int], rank: int) -> dict[str, float]:
     m = len(dims)
     prod = float(np.prod(np.asarray(dims, dtype=float)))
     sd = float(sum(dims))
-    dense = 2 * N * prod + _COST_SWEEPS * m * 2 * rank * prod
+    if nnz is None:
+        build = 2.0 * N * prod
+    else:
+        build = N * float(np.prod(np.asarray(nnz, dtype=float))) + 2**m * m * prod
+    dense = build + _COST_SWEEPS * m * 2 * rank * prod
     implicit = 2.0 * N * N * sd + _COST_SWEEPS * 4.0 * N * rank * sd
     return {"dense": dense, "implicit": implicit, "dense_bytes": 8 * prod}
 
 
-def choose_engine(N: int, dims: Sequence[int], rank: int, algorithm: str) -> str:
+def choose_engine(
+    N: int,
+    dims: Sequence[int],
+    rank: int,
+    algorithm: str,
+    nnz: Sequence[float] | None = None,
+) -> str:
     """Resolve ``algorithm="auto"`` with :func:`engine_costs`; refuse huge dense."""
-    costs = engine_costs(N, dims, rank)
+    costs = engine_costs(N, dims, rank, nnz)
     if algorithm == "auto":
         if costs["dense_bytes"] > DENSE_MAX_BYTES:
             return "implicit"
         return "dense" if costs["dense"] < costs["implicit"] else "implicit"
-    if algorithm == "dense" and costs["dense_bytes"] > DENSE_MAX_BYTES:
+    if algorithm in ("dense", "tensorly") and costs["dense_bytes"] > DENSE_MAX_BYTES:
         gib = costs["dense_bytes"] / 1024**3
         raise ValueError(
-            f"algorithm='dense' would build a {' x '.join(map(str, dims))} tensor "
-            f"({gib:.1f} GiB, more than the {DENSE_MAX_BYTES / 1024**3:.0f} GiB "
-            "allowed); use algorithm='implicit', which gives the same answer "
-            "without forming it"
+            f"algorithm={algorithm!r} would build a "
+            f"{' x '.join(map(str, dims))} tensor ({gib:.1f} GiB, more than the "
+            f"{DENSE_MAX_BYTES / 1024**3:.0f} GiB allowed); use "
+            "algorithm='implicit', which gives the same answer without forming it"
         )
     return algorithm
 
@@ -226,19 +328,15 @@ def decompose(
 
     N = views[0].N
     dims = [v.d for v in views]
-    engine = choose_engine(N, dims, rank, algorithm)
-    if engine == "implicit":
-        op = ImplicitMoment(views)
-        U0 = init_factors(op.mttkrp, dims, rank, init, rng)
-        res = cp_als(op.mttkrp, op.norm_sq(), U0, max_iter=max_iter, tol=tol)
-        weights, factors = res.weights, res.factors
-        n_iter, converged, errors = res.n_iter, res.converged, res.errors
-    else:
+    sparse = all(v.Y is None for v in views)
+    nnz = [v.X.nnz / N for v in views] if sparse else None
+    engine = choose_engine(N, dims, rank, algorithm, nnz)
+    if engine == "tensorly":
         import tensorly as tl
         from tensorly.decomposition import parafac
 
         M = dense_moment(views)
-        U0 = init_factors(lambda f, p: dense_mttkrp(M, f, p), dims, rank, init, rng)
+        U0 = init_factors(lambda f, p: tensorly_mttkrp(M, f, p), dims, rank, init, rng)
         with tl.backend_context("numpy"):
             cp, errors = parafac(
                 M,
@@ -252,6 +350,19 @@ def decompose(
         errors = [float(e) for e in errors]
         n_iter = len(errors)
         converged = bool(tol and n_iter >= 2 and abs(errors[-2] - errors[-1]) < tol)
+    else:
+        if engine == "implicit":
+            op = ImplicitMoment(views)
+            mttkrp, norm_sq = op.mttkrp, None
+        else:
+            M = dense_moment(views)
+            mttkrp = lambda f, p: dense_mttkrp(M, f, p)  # noqa: E731
+            norm_sq = float(np.vdot(M, M))
+        U0 = init_factors(mttkrp, dims, rank, init, rng)
+        norm_sq = op.norm_sq() if norm_sq is None else norm_sq
+        res = cp_als(mttkrp, norm_sq, U0, max_iter=max_iter, tol=tol)
+        weights, factors = res.weights, res.factors
+        n_iter, converged, errors = res.n_iter, res.converged, res.errors
     weights, factors = normalize_cp(weights, factors)
     info = {
         "engine": engine,
