@@ -1,0 +1,508 @@
+"""Shared machinery of the data sets: result type, prepared-file cache, manifest.
+
+A data set module provides a :class:`DatasetSpec`: how to fetch its raw files
+(``fetch``), how to turn them into views and labels (``build``) and, optionally,
+what to do at load time (``finish``, e.g. draw a random split). This module does
+the rest, identically for every data set:
+
+- ``<root>/raw/<dataset>/`` holds the verified raw files;
+- ``<root>/prepared/<name>/views.npz`` holds the views (dense arrays or CSR
+  components), the labels and any extra arrays, written deterministically (fixed
+  zip timestamps) and read with ``allow_pickle=False``;
+- ``<root>/prepared/<name>/manifest.json`` describes them (shapes, label counts,
+  sha256 of the inputs, source, options) and is written last, so its presence
+  means the prepared files are complete. It is the target of the Snakemake rule.
+
+The cache is reused when the manifest's format version, options and input
+checksums still match what the code pins; otherwise the data set is prepared again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import zipfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._download import file_lock, sha256_file
+
+logger = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+VIEWS_FILE = "views.npz"
+
+
+@dataclass
+class Dataset:
+    """A multi-view data set: views, labels and provenance.
+
+    Attributes
+    ----------
+    name : str
+        Registry name (``"secstr"``, ``"ads"``, ...).
+    views : list of ndarray or scipy.sparse.csr_matrix
+        One ``(n_samples, d_p)`` matrix per view; rows are samples. Sparse data
+        sets (SecStr, Ads) are CSR, the others dense ``float64``.
+    y : ndarray of shape (n_samples,) or None
+        Integer labels (``None`` for unlabeled sets such as ``"secstr-extra"``);
+        ``info["classes"][k]`` names label ``k``.
+    info : dict
+        Provenance and summary: ``source``, ``sha256`` (per raw file),
+        ``n_samples``, ``view_dims``, ``view_names``, ``label_counts``, ``classes``,
+        ``counts`` (n_samples, label counts and any data-set specific counts),
+        ``options``, ``notes``, ``manifest`` (path), ``extra`` (stored arrays), plus
+        the data set's own facts (see its module).
+    splits : dict of str to ndarray
+        Named index arrays into the rows (e.g. NUS-WIDE's ``"train"``/``"test"``).
+    """
+
+    name: str
+    views: list
+    y: np.ndarray | None
+    info: dict
+    splits: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def n_samples(self) -> int:
+        """Number of samples (rows of every view)."""
+        return int(self.views[0].shape[0])
+
+    @property
+    def view_dims(self) -> list[int]:
+        """Number of features of each view."""
+        return [int(v.shape[1]) for v in self.views]
+
+    def __repr__(self) -> str:
+        labels = "unlabeled" if self.y is None else f"{len(np.unique(self.y))} classes"
+        return (
+            f"Dataset({self.name!r}, n_samples={self.n_samples}, "
+            f"view_dims={self.view_dims}, {labels})"
+        )
+
+
+@dataclass
+class Prepared:
+    """What a data set's ``build`` function returns.
+
+    Attributes
+    ----------
+    views : list of ndarray or csr_matrix
+    y : ndarray or None
+    view_names : list of str
+    classes : list of str or None
+        ``classes[k]`` names label ``k``.
+    extra : dict of str to ndarray
+        Further arrays stored with the views (e.g. original row numbers).
+    info : dict
+        JSON-serialisable facts for the manifest (``notes`` is a list of str).
+    """
+
+    views: list
+    y: np.ndarray | None
+    view_names: list[str]
+    classes: list[str] | None = None
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
+    info: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """How to obtain and prepare one data set (see the module docstring).
+
+    Attributes
+    ----------
+    name : str
+        Registry name, also the folder under ``<root>/prepared/``.
+    raw_subdir : str
+        Folder under ``<root>/raw/`` and ``<mirror>/`` (shared by SecStr and
+        SecStr-extra).
+    title : str
+        One-line description.
+    source : dict
+        JSON-serialisable provenance (canonical origin, download addresses).
+    fetch : callable
+        ``fetch(raw_dir, mirror) -> (paths, pinned)``: verified raw file paths by
+        name and the pinned sha256 by name (``None`` where nothing is pinned).
+    build : callable
+        ``build(paths, **prepare_options) -> Prepared``.
+    prepare_options : mapping
+        Options that change the prepared files, with their defaults.
+    load_options : mapping
+        Options applied at load time by ``finish``, with their defaults.
+    finish : callable, optional
+        ``finish(dataset, **load_options) -> Dataset``.
+    pinned : callable, optional
+        ``pinned() -> {raw file name: sha256}`` when every input is pinned; lets an
+        up-to-date cache be accepted without touching (or re-hashing) raw files.
+    status : callable, optional
+        ``status(raw_dir, mirror) -> (ok, reason)``: whether the raw files can be had,
+        judged from local file names only (no hashing, no network).
+    instructions : str
+        How to obtain the raw files by hand (used in error messages and docs).
+    """
+
+    name: str
+    raw_subdir: str
+    title: str
+    source: dict
+    fetch: Callable[..., tuple[dict[str, Path], dict[str, str | None]]]
+    build: Callable[..., Prepared]
+    prepare_options: Mapping[str, Any] = field(default_factory=dict)
+    load_options: Mapping[str, Any] = field(default_factory=dict)
+    finish: Callable[..., Dataset] | None = None
+    pinned: Callable[[], dict[str, str | None]] | None = None
+    status: Callable[..., tuple[bool, str]] | None = None
+    instructions: str = ""
+
+
+# --------------------------------------------------------------------------- options
+
+
+def _jsonable(value):
+    return json.loads(json.dumps(value))
+
+
+def split_options(spec: DatasetSpec, options: Mapping[str, Any]):
+    """Split user options into (prepare, load) dicts with defaults filled in."""
+    unknown = set(options) - set(spec.prepare_options) - set(spec.load_options)
+    if unknown:
+        allowed = sorted(set(spec.prepare_options) | set(spec.load_options))
+        raise ValueError(
+            f"unknown option(s) {sorted(unknown)} for data set {spec.name!r}; "
+            f"allowed: {allowed or 'none'}"
+        )
+    prep = {k: options.get(k, v) for k, v in spec.prepare_options.items()}
+    load = {k: options.get(k, v) for k, v in spec.load_options.items()}
+    try:
+        prep = _jsonable(prep)
+    except TypeError as exc:
+        raise ValueError(
+            f"options of {spec.name!r} must be JSON values: {exc}"
+        ) from exc
+    return prep, load
+
+
+# --------------------------------------------------------------------------- npz I/O
+
+
+def _write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
+    """Write an ``.npz`` whose bytes depend only on the arrays (fixed timestamps)."""
+    part = path.with_name(path.name + ".part")
+    with zipfile.ZipFile(part, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for key, arr in arrays.items():
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            with zf.open(info, "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, np.asarray(arr), allow_pickle=False)
+    os.replace(part, path)
+
+
+def _small_uint(values: np.ndarray, bound: int) -> np.ndarray:
+    """``values`` (all < ``bound``) in the smallest unsigned dtype that holds them."""
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if bound <= np.iinfo(dtype).max + 1:
+            return values.astype(dtype)
+    return values.astype(np.int64)
+
+
+def _view_arrays(p: int, X) -> dict[str, np.ndarray]:
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        X.sort_indices()
+        # CSR as column numbers and per-row counts in the smallest integer types:
+        # SecStr-extra's 18M indices then take 1 byte each, and write/load fast
+        out = {
+            f"view{p}_rownnz": _small_uint(np.diff(X.indptr), X.shape[1] + 1),
+            f"view{p}_indices": _small_uint(X.indices, X.shape[1]),
+            f"view{p}_shape": np.asarray(X.shape, dtype=np.int64),
+        }
+        # one-hot and term-presence views are all ones: store no data array
+        if not (X.data.size and np.all(X.data == 1)):
+            out[f"view{p}_data"] = X.data
+        out[f"view{p}_dtype"] = np.asarray(str(X.dtype))
+        return out
+    return {f"view{p}": np.ascontiguousarray(X)}
+
+
+def _read_view(npz, p: int, fmt: str):
+    if fmt == "dense":
+        return npz[f"view{p}"]
+    shape = tuple(int(s) for s in npz[f"view{p}_shape"])
+    counts = npz[f"view{p}_rownnz"]
+    nnz = int(counts.sum(dtype=np.int64))
+    idx_dtype = np.int32 if max(nnz, shape[1]) < 2**31 else np.int64
+    indptr = np.zeros(shape[0] + 1, dtype=idx_dtype)
+    np.cumsum(counts, out=indptr[1:], dtype=idx_dtype)
+    indices = npz[f"view{p}_indices"].astype(idx_dtype)
+    dtype = np.dtype(str(npz[f"view{p}_dtype"]))
+    if f"view{p}_data" in npz.files:
+        data = npz[f"view{p}_data"]
+    else:
+        data = np.ones(indices.shape[0], dtype=dtype)
+    return sp.csr_matrix((data, indices, indptr), shape=shape)
+
+
+# --------------------------------------------------------------------------- manifest
+
+
+def _label_counts(y: np.ndarray | None, classes) -> dict | None:
+    if y is None:
+        return None
+    values, counts = np.unique(y, return_counts=True)
+    return {str(int(v)): int(c) for v, c in zip(values, counts, strict=True)}
+
+
+def _check_prepared(name: str, prep: Prepared) -> None:
+    n = {int(v.shape[0]) for v in prep.views}
+    if len(n) != 1:
+        raise RuntimeError(f"{name}: views have different numbers of rows {sorted(n)}")
+    if prep.y is not None and len(prep.y) != n.pop():
+        raise RuntimeError(
+            f"{name}: {len(prep.y)} labels for {prep.views[0].shape[0]} rows"
+        )
+    if len(prep.view_names) != len(prep.views):
+        raise RuntimeError(
+            f"{name}: {len(prep.view_names)} names for {len(prep.views)} views"
+        )
+
+
+def _input_record(path: Path, pinned: str | None) -> dict:
+    st = path.stat()
+    return {
+        "sha256": pinned if pinned is not None else sha256_file(path),
+        "pinned": pinned is not None,
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "path": str(path.resolve()),
+    }
+
+
+def read_manifest(path: str | os.PathLike) -> dict | None:
+    """Return the parsed manifest, or ``None`` when it is missing or unreadable."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def _cache_is_valid(spec: DatasetSpec, pdir: Path, options: dict, pinned) -> bool:
+    m = read_manifest(pdir / MANIFEST)
+    if m is None:
+        return False
+    why = None
+    if m.get("format_version") != FORMAT_VERSION:
+        why = "format version changed"
+    elif m.get("dataset") != spec.name:
+        why = "manifest is for another data set"
+    elif m.get("options") != options:
+        why = f"options changed ({m.get('options')} -> {options})"
+    else:
+        inputs = m.get("inputs", {})
+        for fname, sha in pinned.items():
+            rec = inputs.get(fname)
+            if rec is None or (sha is not None and rec.get("sha256") != sha):
+                why = f"input {fname} changed (pinned checksum differs)"
+                break
+        else:
+            for rec in inputs.values():
+                if rec.get("pinned"):
+                    continue
+                p = Path(rec.get("path", ""))
+                if not p.is_file():
+                    continue  # raw files may be deleted once prepared
+                st = p.stat()
+                if (st.st_size, st.st_mtime_ns) != (
+                    rec.get("size"),
+                    rec.get("mtime_ns"),
+                ):
+                    if sha256_file(p) != rec.get("sha256"):
+                        why = f"input {p} changed (sha256 differs from the manifest)"
+                        break
+        if why is None:
+            f = pdir / VIEWS_FILE
+            rec = m.get("files", {}).get(VIEWS_FILE, {})
+            if not f.is_file() or f.stat().st_size != rec.get("size"):
+                why = f"{f} is missing or has the wrong size"
+    if why:
+        logger.info("%s: preparing again: %s", spec.name, why)
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------- prepare
+
+
+def prepare_spec(
+    spec: DatasetSpec,
+    root: str | os.PathLike = "data",
+    mirror: str | os.PathLike | None = None,
+    *,
+    force: bool = False,
+    options: Mapping[str, Any] | None = None,
+) -> Path:
+    """Fetch, verify and prepare one data set; return the manifest path.
+
+    See :func:`tcca_core.datasets.prepare`.
+    """
+    prep_opts, _ = split_options(spec, options or {})
+    root = Path(root)
+    raw_dir = root / "raw" / spec.raw_subdir
+    pdir = root / "prepared" / spec.name
+    with file_lock(pdir):
+        t0 = time.perf_counter()
+        # pinned checksums are known without touching the raw files: check first
+        pinned = spec.pinned() if spec.pinned is not None else None
+        if (
+            not force
+            and pinned is not None
+            and _cache_is_valid(spec, pdir, prep_opts, pinned)
+        ):
+            logger.info("%s: prepared files are up to date in %s", spec.name, pdir)
+            return pdir / MANIFEST
+        paths, pinned = spec.fetch(raw_dir=raw_dir, mirror=mirror)
+        # unpinned inputs (NUS-WIDE) can only be compared once they are located
+        if (
+            not force
+            and spec.pinned is None
+            and _cache_is_valid(spec, pdir, prep_opts, pinned)
+        ):
+            logger.info("%s: prepared files are up to date in %s", spec.name, pdir)
+            return pdir / MANIFEST
+        t1 = time.perf_counter()
+        logger.info("%s: raw files ready in %.1f s; preparing", spec.name, t1 - t0)
+        inputs = {n: _input_record(Path(p), pinned.get(n)) for n, p in paths.items()}
+        prep = spec.build(paths, **prep_opts)
+        _check_prepared(spec.name, prep)
+
+        arrays: dict[str, np.ndarray] = {}
+        formats = []
+        for p, X in enumerate(prep.views):
+            arrays.update(_view_arrays(p, X))
+            formats.append("csr" if sp.issparse(X) else "dense")
+        if prep.y is not None:
+            arrays["y"] = np.asarray(prep.y, dtype=np.int64)
+        for k, v in prep.extra.items():
+            arrays[f"extra_{k}"] = v
+        npz = pdir / VIEWS_FILE
+        (pdir / MANIFEST).unlink(missing_ok=True)  # invalid until rewritten below
+        _write_npz(npz, arrays)
+
+        manifest = {
+            "format_version": FORMAT_VERSION,
+            "dataset": spec.name,
+            "title": spec.title,
+            "source": spec.source,
+            "options": prep_opts,
+            "inputs": inputs,
+            "n_samples": int(prep.views[0].shape[0]),
+            "view_names": list(prep.view_names),
+            "view_dims": [int(v.shape[1]) for v in prep.views],
+            "view_formats": formats,
+            "view_nnz": [
+                int(v.nnz) if sp.issparse(v) else int(np.count_nonzero(v))
+                for v in prep.views
+            ],
+            "classes": prep.classes,
+            "label_counts": _label_counts(prep.y, prep.classes),
+            "extra": sorted(prep.extra),
+            "info": _jsonable(prep.info),
+            "files": {
+                VIEWS_FILE: {"sha256": sha256_file(npz), "size": npz.stat().st_size}
+            },
+        }
+        part = pdir / (MANIFEST + ".part")
+        with open(part, "w", encoding="utf-8") as f:
+            json.dump(manifest, f, indent=1, sort_keys=False)
+            f.write("\n")
+        os.replace(part, pdir / MANIFEST)
+        logger.info(
+            "%s: prepared %d samples, view dims %s in %.1f s -> %s",
+            spec.name,
+            manifest["n_samples"],
+            manifest["view_dims"],
+            time.perf_counter() - t1,
+            pdir,
+        )
+        return pdir / MANIFEST
+
+
+def read_prepared(spec: DatasetSpec, manifest_path: Path) -> Dataset:
+    """Load the prepared views and labels described by a manifest."""
+    m = read_manifest(manifest_path)
+    if m is None:
+        raise RuntimeError(f"cannot read the manifest {manifest_path}")
+    npz_path = Path(manifest_path).parent / VIEWS_FILE
+    with np.load(npz_path, allow_pickle=False) as npz:
+        views = [_read_view(npz, p, fmt) for p, fmt in enumerate(m["view_formats"])]
+        y = npz["y"] if "y" in npz.files else None
+        extra = {k: npz[f"extra_{k}"] for k in m.get("extra", [])}
+    info = {
+        "name": spec.name,
+        "title": m.get("title"),
+        "source": m.get("source"),
+        "sha256": {k: v["sha256"] for k, v in m.get("inputs", {}).items()},
+        "n_samples": m["n_samples"],
+        "view_names": m["view_names"],
+        "view_dims": m["view_dims"],
+        "classes": m.get("classes"),
+        "label_counts": m.get("label_counts"),
+        "options": m.get("options"),
+        "manifest": str(manifest_path),
+        **m.get("info", {}),
+    }
+    # one place for the counts of every data set (NUS-WIDE adds its selection counts)
+    info["counts"] = {
+        "n_samples": m["n_samples"],
+        "label_counts": m.get("label_counts"),
+        **m.get("info", {}).get("counts", {}),
+    }
+    info["extra"] = extra
+    return Dataset(name=spec.name, views=views, y=y, info=info)
+
+
+def load_spec(
+    spec: DatasetSpec,
+    root: str | os.PathLike = "data",
+    mirror: str | os.PathLike | None = None,
+    *,
+    force: bool = False,
+    options: Mapping[str, Any] | None = None,
+) -> Dataset:
+    """Prepare (if needed) and load one data set (see ``datasets.load``)."""
+    options = dict(options or {})
+    _, load_opts = split_options(spec, options)
+    manifest = prepare_spec(spec, root, mirror, force=force, options=options)
+    ds = read_prepared(spec, manifest)
+    if spec.finish is not None:
+        ds = spec.finish(ds, **load_opts)
+    return ds
+
+
+def availability_spec(
+    spec: DatasetSpec,
+    root: str | os.PathLike = "data",
+    mirror: str | os.PathLike | None = None,
+) -> tuple[bool, str]:
+    """Cheap check (no download, no hashing) of whether a data set can be loaded."""
+    pdir = Path(root) / "prepared" / spec.name
+    m = read_manifest(pdir / MANIFEST)
+    if (
+        m is not None
+        and m.get("dataset") == spec.name
+        and (pdir / VIEWS_FILE).is_file()
+    ):
+        return True, f"prepared in {pdir}"
+    if spec.status is None:
+        return True, "no local check available"
+    return spec.status(raw_dir=Path(root) / "raw" / spec.raw_subdir, mirror=mirror)
