@@ -1,0 +1,46 @@
+"""Baselines of Luo et al. (TKDE 2015, section 5): BSF, CAT, CCA, CCA-LS, DSE, SSMVD
+and, for kernels, BSK, AVG and KCCA. The protocol that runs them is
+:mod:`tcca_core.protocol`.
+"""
+
+from ._cca import CCA, KCCA, cca, kcca_from_kernels, view_pairs
+from ._cca_ls import CCALS, cca_ls, cca_ls_iterative
+from ._single import (
+    average_kernels,
+    concatenate_views,
+    l2_normalize_rows,
+    normalize_kernel,
+    normalize_views,
+)
+
+__all__ = [
+    "CCA",
+    "CCALS",
+    "DSE",
+    "KCCA",
+    "SSMVD",
+    "average_kernels",
+    "cca",
+    "cca_ls",
+    "cca_ls_iterative",
+    "concatenate_views",
+    "kcca_from_kernels",
+    "l2_normalize_rows",
+    "normalize_kernel",
+    "normalize_views",
+    "view_pairs",
+]
+
+
+def __getattr__(name):
+    # DSE and SSMVD live in their own modules, imported on first use so that this
+    # package imports even where those modules are being developed.
+    if name == "DSE":
+        from ._dse import DSE
+
+        return DSE
+    if name == "SSMVD":
+        from ._ssmvd import SSMVD
+
+        return SSMVD
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

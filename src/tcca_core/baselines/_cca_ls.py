@@ -1,0 +1,265 @@
+"""Multi-view CCA as coupled least squares: CCA-LS (Via, Santamaria & Perez 2007).
+
+Rows are samples: view k is X_k of shape (N, d_k). Luo et al. (eq. 3) state the batch
+problem for M views and one component as
+
+    min (1 / (2 M (M - 1))) sum_{k,l} ||X_k h_k - X_l h_l||^2
+    s.t. (1/M) sum_k h_k^T C_kk h_k = 1,
+
+whose stationarity conditions are the generalized eigenproblem (Kettenring's MAXVAR)
+
+    R~ h = lambda D~ h,    lambda = 1 + (M - 1) beta,
+
+with h = [h_1; ...; h_M], R the covariance of the concatenated views, D its diagonal
+blocks, R~ = R + eps I and D~ = blockdiag(C_kk + eps I) (baselines.md section 5; eps
+is our regularization, needed on rank-deficient views such as one-hot SecStr). beta
+is the average pairwise correlation. Further components are the next eigenvectors
+(D~-orthogonal). With M = 2 this is exactly regularized two-view CCA with
+beta = the canonical correlation.
+
+:func:`cca_ls` solves the eigenproblem directly (``scipy.linalg.eigh``, size sum d_k);
+:func:`cca_ls_iterative` is Via's batch LS iteration (each view regressed on the mean
+of the other views' variates), kept as an independent check.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from .._linalg import column_mean, covariance
+from .._validation import (
+    check_eps,
+    check_n_components,
+    check_positive_int,
+    check_tol,
+    check_views,
+)
+from ._cca import _numerical_rank, _project
+
+__all__ = ["CCALS", "cca_ls", "cca_ls_iterative"]
+
+
+def _blocks(dims) -> list[slice]:
+    edges = np.concatenate([[0], np.cumsum(dims)])
+    return [slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+
+
+def _hstack(views):
+    if any(sp.issparse(X) for X in views):
+        return sp.hstack(views, format="csr")
+    return np.hstack(views)
+
+
+def _max_components(R: np.ndarray, blocks) -> int:
+    return min(_numerical_rank(R[b, b]) for b in blocks)
+
+
+def _fix_signs(V: np.ndarray) -> np.ndarray:
+    """Make the largest-magnitude entry of each column positive (deterministic)."""
+    idx = np.argmax(np.abs(V), axis=0)
+    return V * np.sign(V[idx, np.arange(V.shape[1])])
+
+
+def cca_ls(views, n_components: int | None = None, *, eps: float = 1e-2) -> dict:
+    """CCA-LS / MAXVAR through the generalized eigenproblem eigh(R~, D~).
+
+    Parameters
+    ----------
+    views : list of M >= 2 arrays or sparse matrices of shape (N, d_k)
+    n_components : int or None
+        r, at most min_k rank(C_kk); ``None`` takes that maximum.
+    eps : float
+        Ridge on the 1/N-scaled diagonal blocks.
+
+    Returns
+    -------
+    dict with ``means``, ``projections`` ([H_1, ..., H_M], (d_k, r) each, scaled so
+    that (1/M) sum_k h_k^T C~_kk h_k = 1), ``eigenvalues`` (lambda, decreasing),
+    ``correlations`` (beta = (lambda - 1) / (M - 1)) and ``r_max``.
+    """
+    eps = check_eps(eps)
+    views = check_views(views)
+    M = len(views)
+    blocks = _blocks([X.shape[1] for X in views])
+    means = [column_mean(X) for X in views]
+    R = covariance(_hstack(views), np.concatenate(means))
+    r_max = _max_components(R, blocks)
+    if r_max == 0:
+        raise ValueError("a view is constant over the samples; CCA-LS has no component")
+    why = "min_k rank C_kk of the centered views"
+    r = r_max if n_components is None else check_n_components(n_components, r_max, why)
+    D = np.zeros_like(R)
+    for b in blocks:
+        D[b, b] = R[b, b]
+    n = R.shape[0]
+    R[np.diag_indices(n)] += eps
+    D[np.diag_indices(n)] += eps
+    try:
+        lam, V = sla.eigh(R, D, subset_by_index=[n - r, n - 1])
+    except np.linalg.LinAlgError:
+        raise ValueError(
+            "D~ = blockdiag(C_kk + eps I) is singular (a view has constant or "
+            "linearly dependent columns); use eps > 0"
+        ) from None
+    # eigh is ascending and D~-normalizes (v^T D~ v = 1); the paper's constraint
+    # (1/M) h^T D~ h = 1 needs h = sqrt(M) v.
+    lam, V = lam[::-1], _fix_signs(V[:, ::-1]) * np.sqrt(M)
+    return {
+        "means": means,
+        "projections": [V[b] for b in blocks],
+        "eigenvalues": lam,
+        "correlations": (lam - 1.0) / (M - 1),
+        "r_max": r_max,
+    }
+
+
+def cca_ls_iterative(
+    views,
+    n_components: int,
+    *,
+    eps: float = 1e-2,
+    max_iter: int = 500,
+    tol: float = 1e-8,
+    random_state=None,
+) -> dict:
+    """Via et al.'s batch LS algorithm for CCA-LS, all r components at once.
+
+    Each sweep regresses, for every view k, the mean of the other views' variates
+    t_k = (1/(M-1)) sum_{l != k} X_l h_l on X_k (ridge LS,
+    g_k = C~_kk^(-1) X_k^T t_k / N) and takes the shifted step h_k <- h_k + (M-1) g_k,
+    i.e. the power method on D~^(-1) R~ (baselines.md section 5, our decision: Via's
+    unshifted h_k <- g_k can lock onto the most negative beta). The r columns are
+    kept D~-orthonormal (Cholesky of H^T D~ H) and rotated by Rayleigh-Ritz on the
+    r x r problem H^T R~ H. It stops when every Ritz pair has relative residual
+    ||R~ h - lambda D~ h|| / ||R~ h|| < ``tol``.
+
+    Returns
+    -------
+    dict with ``projections`` (scaled as in :func:`cca_ls`), ``eigenvalues``,
+    ``n_iter`` and ``converged``.
+    """
+    eps = check_eps(eps)
+    tol = check_tol(tol)
+    max_iter = check_positive_int(max_iter, "max_iter")
+    views = check_views(views)
+    M, N = len(views), views[0].shape[0]
+    dims = [X.shape[1] for X in views]
+    blocks = _blocks(dims)
+    means = [column_mean(X) for X in views]
+    C = [covariance(X, mu) for X, mu in zip(views, means, strict=True)]
+    r_max = min(_numerical_rank(Ck) for Ck in C)
+    r = check_n_components(n_components, r_max, "min_k rank C_kk of the centered views")
+    chol = [sla.cho_factor(Ck + eps * np.eye(Ck.shape[0])) for Ck in C]
+    Ct = [Ck + eps * np.eye(Ck.shape[0]) for Ck in C]
+    rng = check_random_state(random_state)
+    H = rng.standard_normal((sum(dims), r))
+
+    def d_tilde(H):
+        return np.vstack([Ct[k] @ H[b] for k, b in enumerate(blocks)])
+
+    def d_orthonormalize(H):
+        L = np.linalg.cholesky(H.T @ d_tilde(H))
+        return sla.solve_triangular(L, H.T, lower=True).T
+
+    def regressions(H):
+        """(M-1) g_k for every view, stacked: C~_kk^(-1) sum_{l != k} C_kl h_l."""
+        Z = [
+            _project(X, mu, H[b]) for X, mu, b in zip(views, means, blocks, strict=True)
+        ]
+        total = sum(Z)
+        steps = []
+        for k, (X, mu) in enumerate(zip(views, means, strict=True)):
+            t = total - Z[k]  # (M-1) t_k, the other views' variates
+            XtT = np.asarray(X.T @ t) - np.outer(mu, t.sum(axis=0))
+            steps.append(sla.cho_solve(chol[k], XtT / N))
+        return np.vstack(steps)
+
+    H = d_orthonormalize(H)
+    converged = False
+    n_iter = 0
+    for n_iter in range(1, max_iter + 1):  # noqa: B007 (n_iter is reported)
+        G = regressions(H)  # D~^(-1) R~ H = H + G
+        RH = d_tilde(H + G)
+        lam, Q = np.linalg.eigh((H.T @ RH + RH.T @ H) / 2)
+        lam, Q = lam[::-1], Q[:, ::-1]
+        H, RH = H @ Q, RH @ Q
+        resid = np.linalg.norm(RH - d_tilde(H) * lam, axis=0)
+        if np.all(resid <= tol * np.linalg.norm(RH, axis=0)):
+            converged = True
+            break
+        H = d_orthonormalize(H + G @ Q)
+    return {
+        "projections": [_fix_signs(H)[b] * np.sqrt(M) for b in blocks],
+        "eigenvalues": lam,
+        "n_iter": n_iter,
+        "converged": converged,
+    }
+
+
+class CCALS(TransformerMixin, BaseEstimator):
+    """CCA-LS (Via et al. 2007): multi-view CCA as coupled least squares.
+
+    Solves R~ h = lambda D~ h for the top r eigenpairs (see the module docstring)
+    and projects each view with its block: [X_1 H_1, ..., X_M H_M], the same
+    concatenated form as TCCA (baselines.md section 5, our decision).
+
+    Parameters
+    ----------
+    n_components : int or None, default=2
+        r, at most min_k rank(C_kk); ``None`` keeps all. The solution is nested.
+    eps : float, default=1e-2
+        Ridge epsilon on the 1/N-scaled per-view covariances (as in CCA).
+
+    Attributes
+    ----------
+    means_ : list of ndarray of shape (d_k,)
+    projections_ : list of ndarray of shape (d_k, r)
+        H_k, scaled so that (1/M) sum_k h_k^T C~_kk h_k = 1.
+    eigenvalues_ : ndarray of shape (r,)
+        lambda = 1 + (M - 1) beta, decreasing.
+    correlations_ : ndarray of shape (r,)
+        beta, the average pairwise correlation of each component.
+    r_max_ : int
+    n_features_in_ : list of int
+
+    References
+    ----------
+    J. Via, I. Santamaria, J. Perez. A learning algorithm for adaptive canonical
+    correlation analysis of several data sets. Neural Networks 20(1), 2007.
+    J. R. Kettenring. Canonical analysis of several sets of variables. Biometrika
+    58(3), 1971 (MAXVAR).
+    Y. Luo et al., IEEE TKDE 2015, eq. (2)-(3).
+    """
+
+    def __init__(self, n_components: int | None = 2, *, eps: float = 1e-2):
+        self.n_components = n_components
+        self.eps = eps
+
+    def fit(self, views, y=None):
+        """Fit on M >= 2 views, each (n_samples, d_k), dense or scipy.sparse."""
+        out = cca_ls(views, self.n_components, eps=self.eps)
+        self.means_ = out["means"]
+        self.projections_ = out["projections"]
+        self.eigenvalues_ = out["eigenvalues"]
+        self.correlations_ = out["correlations"]
+        self.r_max_ = out["r_max"]
+        self.n_features_in_ = [H.shape[0] for H in self.projections_]
+        return self
+
+    def transform(self, views, per_view: bool = False):
+        """[X_1 H_1, ..., X_M H_M] of shape (n_samples, M r), or the list."""
+        check_is_fitted(self, "projections_")
+        views = check_views(views, min_samples=1, n_features=self.n_features_in_)
+        Z = [
+            _project(X, mu, H)
+            for X, mu, H in zip(views, self.means_, self.projections_, strict=True)
+        ]
+        return Z if per_view else np.hstack(Z)
+
+    def fit_transform(self, views, y=None, per_view: bool = False):
+        return self.fit(views).transform(views, per_view=per_view)

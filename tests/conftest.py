@@ -1,0 +1,54 @@
+"""Shared fixtures: seeded generators and small multi-view data with a planted signal."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_limits
+
+
+def planted_views(
+    n: int = 120,
+    dims=(6, 7, 8),
+    *,
+    n_latent: int = 2,
+    noise: float = 1.0,
+    n_classes: int = 2,
+    seed: int = 0,
+):
+    """Views X_p = z A_p + noise, labels from the first latent coordinate.
+
+    Returns (views, y) with views a list of (n, d_p) arrays and y integer labels in
+    0..n_classes-1 (roughly balanced).
+    """
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal((n, n_latent))
+    views = [
+        z @ rng.standard_normal((n_latent, d)) + noise * rng.standard_normal((n, d))
+        for d in dims
+    ]
+    score = z[:, 0] + 0.5 * rng.standard_normal(n)
+    cuts = np.quantile(score, np.linspace(0, 1, n_classes + 1)[1:-1])
+    return views, np.digitize(score, cuts)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
+
+
+@pytest.fixture
+def make_views():
+    """Factory for :func:`planted_views` (call it with the wanted sizes)."""
+    return planted_views
+
+
+@pytest.fixture
+def single_blas_thread():
+    """One BLAS thread inside the test (opt in with ``usefixtures``).
+
+    The matrices in unit tests are tiny; on a shared machine multi-threaded BLAS only
+    adds contention. The limit is lifted when the test ends.
+    """
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield

@@ -1,0 +1,244 @@
+"""Regularized CCA and KCCA against independent computations (baselines.md 4, 8)."""
+
+import numpy as np
+import pytest
+import scipy.linalg as sla
+import scipy.sparse as sp
+from numpy.testing import assert_allclose
+
+from tcca_core.baselines import CCA, KCCA, cca, view_pairs
+
+pytestmark = pytest.mark.usefixtures("single_blas_thread")
+
+
+def _qr_canonical_correlations(Xp, Xq, eps):
+    """Regularized CCA by the classical QR + SVD route on augmented data.
+
+    C~_pp = C_pp + eps I is the covariance of X_p with sqrt(N eps) I appended as
+    extra rows, and the other view gets zeros there, so C_pq is unchanged; the
+    canonical correlations are then the singular values of Q_p^T Q_q.
+    """
+    N, dp = Xp.shape
+    dq = Xq.shape[1]
+    Xp, Xq = Xp - Xp.mean(0), Xq - Xq.mean(0)
+    s = np.sqrt(N * eps)
+    Ap = np.vstack([Xp, s * np.eye(dp), np.zeros((dq, dp))])
+    Aq = np.vstack([Xq, np.zeros((dp, dq)), s * np.eye(dq)])
+    Qp, Qq = np.linalg.qr(Ap)[0], np.linalg.qr(Aq)[0]
+    return np.linalg.svd(Qp.T @ Qq, compute_uv=False)
+
+
+def _gev_cca(Xp, Xq, eps, r):
+    """Top r pairs of [[0, C_pq], [C_qp, 0]] v = rho blockdiag(C~_pp, C~_qq) v."""
+    N, dp = Xp.shape
+    Xp, Xq = Xp - Xp.mean(0), Xq - Xq.mean(0)
+    Cpq = Xp.T @ Xq / N
+    A = np.block([[np.zeros((dp, dp)), Cpq], [Cpq.T, np.zeros((Xq.shape[1],) * 2)]])
+    B = sla.block_diag(
+        Xp.T @ Xp / N + eps * np.eye(dp), Xq.T @ Xq / N + eps * np.eye(Xq.shape[1])
+    )
+    rho, V = sla.eigh(A, B)
+    rho, V = rho[::-1][:r], V[:, ::-1][:, :r] * np.sqrt(2)  # each block C~-unit
+    return rho, V[:dp], V[dp:]
+
+
+def _same_up_to_sign(A, B, atol):
+    signs = np.sign(np.sum(A * B, axis=0))
+    assert_allclose(A, B * signs, atol=atol)
+
+
+@pytest.mark.parametrize("eps", [1e-2, 1.0])
+def test_cca_matches_independent_computations(make_views, eps):
+    (Xp, Xq), _ = make_views(n=80, dims=(5, 7))
+    est = CCA(n_components=4, eps=eps).fit([Xp, Xq])
+    assert_allclose(
+        est.correlations_, _qr_canonical_correlations(Xp, Xq, eps)[:4], atol=1e-10
+    )
+    rho, Vp, Vq = _gev_cca(Xp, Xq, eps, 4)
+    assert_allclose(est.correlations_, rho, atol=1e-10)
+    _same_up_to_sign(est.projections_[0], Vp, 1e-8)
+    _same_up_to_sign(est.projections_[1], Vq, 1e-8)
+
+
+def test_cca_constraints_and_correlations(make_views):
+    (Xp, Xq), _ = make_views(n=60, dims=(4, 6))
+    eps = 0.1
+    est = CCA(n_components=None, eps=eps).fit([Xp, Xq])
+    Zp, Zq = est.transform([Xp, Xq], per_view=True)
+    Wp, Wq = est.projections_
+    N = len(Xp)
+    # W^T C~ W = I and W_p^T C_pq W_q = diag(sigma).
+    assert_allclose(Zp.T @ Zp / N + eps * Wp.T @ Wp, np.eye(4), atol=1e-10)
+    assert_allclose(Zq.T @ Zq / N + eps * Wq.T @ Wq, np.eye(4), atol=1e-10)
+    assert_allclose(Zp.T @ Zq / N, np.diag(est.correlations_), atol=1e-10)
+    assert est.r_max_ == 4
+
+
+def test_cca_unregularized_equals_classical_cca(make_views):
+    (Xp, Xq), _ = make_views(n=50, dims=(3, 4))
+    est = CCA(n_components=3, eps=0.0).fit([Xp, Xq])
+    assert_allclose(
+        est.correlations_, _qr_canonical_correlations(Xp, Xq, 0.0)[:3], atol=1e-10
+    )
+
+
+def test_cca_is_nested_and_transform_is_affine(make_views):
+    (Xp, Xq), _ = make_views(n=60, dims=(5, 6), seed=3)
+    full = CCA(None).fit([Xp, Xq])
+    two = CCA(2).fit([Xp, Xq])
+    Zf = full.transform([Xp, Xq], per_view=True)
+    Z2 = two.transform([Xp, Xq], per_view=True)
+    for a, b in zip(Zf, Z2):
+        assert_allclose(a[:, :2], b, atol=1e-12)
+    new = [Xp[:5] + 1.0, Xq[:5] - 2.0]
+    Z = two.transform(new)
+    assert_allclose(Z[:, :2], (new[0] - two.means_[0]) @ two.projections_[0])
+    assert Z.shape == (5, 4)
+
+
+def test_cca_sparse_equals_dense(make_views):
+    (Xp, Xq), _ = make_views(n=40, dims=(4, 5))
+    Xp = Xp * (np.abs(Xp) > 0.5)
+    a = CCA(3).fit_transform([Xp, Xq])
+    b = CCA(3).fit_transform([sp.csr_matrix(Xp), Xq])
+    assert_allclose(a, b, atol=1e-10)
+
+
+def test_cca_rank_deficient_one_hot_needs_eps():
+    rng = np.random.default_rng(0)
+    X = np.zeros((100, 6))
+    X[np.arange(100), rng.integers(0, 3, 100)] = (
+        1  # one-hot block: rank 2 after centering
+    )
+    X[np.arange(100), 3 + rng.integers(0, 3, 100)] = 1
+    Y = rng.standard_normal((100, 5))
+    est = CCA(None, eps=1e-2).fit([X, Y])
+    assert est.r_max_ == 4
+    with pytest.raises(ValueError, match="singular"):
+        CCA(2, eps=0.0).fit([X, Y])
+
+
+@pytest.mark.parametrize(
+    "views, kw, match",
+    [
+        ("three", {}, "exactly 2 views"),
+        ("one", {}, "at least 2 views"),
+        ("rows", {}, "same number of samples"),
+        ("nan", {}, "NaN"),
+        ("ok", {"n_components": 50}, "too large"),
+        ("ok", {"eps": -1.0}, "eps"),
+    ],
+)
+def test_cca_rejects_bad_input(make_views, views, kw, match):
+    V, _ = make_views(n=30, dims=(3, 4, 5))
+    data = {
+        "three": V,
+        "one": V[:1],
+        "rows": [V[0], V[1][:-1]],
+        "nan": [np.where(V[0] > 2, np.nan, V[0]), V[1]],
+        "ok": V[:2],
+    }[views]
+    with pytest.raises(ValueError, match=match):
+        CCA(**kw).fit(data)
+
+
+def test_view_pairs():
+    assert view_pairs(3) == [(0, 1), (0, 2), (1, 2)]
+    assert len(view_pairs(5)) == 10
+
+
+# ---------------------------------------------------------------------- KCCA
+
+
+def test_kcca_linear_kernel_is_linear_cca_with_eps_over_n(make_views):
+    """Linear K = X X^T: a^T (K^2 + e K) a = N h^T (C + (e/N) I) h with h = X^T a, and
+    a_p^T K_p K_q a_q = N h_p^T C_pq h_q, so KCCA(e) is CCA(e / N): same
+    correlations, same variates sqrt(N) K a = X w, on training and new samples."""
+    (Xp, Xq), _ = make_views(n=70, dims=(4, 6), seed=5)
+    N, e = 70, 3.0
+    lin = CCA(4, eps=e / N).fit([Xp, Xq])
+    ker = KCCA(4, eps=e, kernel="linear").fit([Xp, Xq])
+    assert_allclose(ker.correlations_, lin.correlations_, atol=1e-9)
+    new = [Xp[:9] * 2 + 1, Xq[:9] - 1]
+    for data in ([Xp, Xq], new):
+        for a, b in zip(
+            ker.transform(data, per_view=True), lin.transform(data, per_view=True)
+        ):
+            _same_up_to_sign(a, b, 1e-7)
+
+
+def test_kcca_linear_kernel_eps_zero_gives_unregularized_cca(make_views):
+    # N > d: the unregularized linear KCCA correlations are the classical ones.
+    (Xp, Xq), _ = make_views(n=60, dims=(3, 5), seed=2)
+    ker = KCCA(3, eps=0.0, kernel="linear").fit([Xp, Xq])
+    assert_allclose(
+        ker.correlations_, _qr_canonical_correlations(Xp, Xq, 0.0)[:3], atol=1e-8
+    )
+
+
+def test_kcca_constraint_and_objective(make_views):
+    (Xp, Xq), _ = make_views(n=40, dims=(3, 4), seed=1)
+    eps = 0.1
+    est = KCCA(None, eps=eps, kernel="l2").fit([Xp, Xq])
+    Kp, Kq = (vk.fit(X) for vk, X in zip(est.kernels_, (Xp, Xq)))
+    H = np.eye(40) - 1 / 40
+    Kp, Kq = H @ Kp @ H, H @ Kq @ H
+    ap, aq = est.dual_coef_
+    r = 5
+    assert_allclose(
+        ap[:, :r].T @ (Kp @ Kp + eps * Kp) @ ap[:, :r], np.eye(r), atol=1e-8
+    )
+    assert_allclose(
+        aq[:, :r].T @ (Kq @ Kq + eps * Kq) @ aq[:, :r], np.eye(r), atol=1e-8
+    )
+    assert_allclose(
+        ap[:, :r].T @ Kp @ Kq @ aq[:, :r], np.diag(est.correlations_[:r]), atol=1e-8
+    )
+    assert est.r_max_ == 39  # centering removes one dimension
+    # transform of the training samples returns the training variates
+    for a, b in zip(est.transform([Xp, Xq], per_view=True), est.train_variates_):
+        assert_allclose(a, b, atol=1e-8)
+
+
+def test_kcca_precomputed_equals_kernel_name(make_views):
+    (Xp, Xq), _ = make_views(n=30, dims=(3, 4))
+    a = KCCA(3, eps=0.5, kernel="l2").fit([Xp, Xq])
+    from tcca_core.kernels import ViewKernel
+
+    K = [ViewKernel("l2").fit(X) for X in (Xp, Xq)]
+    b = KCCA(3, eps=0.5, kernel="precomputed").fit(K)
+    assert_allclose(a.correlations_, b.correlations_, atol=1e-12)
+    assert_allclose(a.transform([Xp, Xq]), b.transform(K), atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "case, match",
+    [
+        ("three", "exactly 2 views"),
+        ("rows", "same number"),
+        ("nan", "NaN"),
+        ("r", "too large"),
+        ("kernel", "must be square"),
+    ],
+)
+def test_kcca_rejects_bad_input(make_views, case, match):
+    V, _ = make_views(n=30, dims=(3, 4, 5))
+    est, data = KCCA(2), V[:2]
+    if case == "three":
+        data = V
+    elif case == "rows":
+        data = [V[0], V[1][:-2]]
+    elif case == "nan":
+        data = [V[0], np.full_like(V[1], np.nan)]
+    elif case == "r":
+        est = KCCA(30)
+    elif case == "kernel":
+        est, data = KCCA(2, kernel="precomputed"), [np.eye(30), np.ones((30, 29))]
+    with pytest.raises(ValueError, match=match):
+        est.fit(data)
+
+
+def test_cca_function_returns_r_max(make_views):
+    (Xp, Xq), _ = make_views(n=30, dims=(3, 4))
+    out = cca([Xp, Xq], None)
+    assert out["r_max"] == 3 and out["projections"][0].shape == (3, 3)

@@ -1,0 +1,453 @@
+"""Evaluation protocol: splits, the no-leak guarantee, selection and an end-to-end run."""
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from tcca_core.baselines import CCALS
+from tcca_core.learners import RLS
+from tcca_core.protocol import (
+    METHODS,
+    R_GRID_PAPER,
+    RESULT_COLUMNS,
+    Split,
+    accuracy_by_r,
+    make_splits,
+    restrict_split,
+    run_method,
+    select,
+    select_per_split,
+    splits_from_labeled,
+)
+
+pytestmark = pytest.mark.usefixtures("single_blas_thread")
+
+# Small grids keep every method fast on the fixture.
+SMALL = {
+    "cca_bst": {"eps": [1e-2, 1.0]},
+    "cca_avg": {"eps": [1e-2, 1.0]},
+    "cca_ls": {"eps": [1e-2, 1.0]},
+    "tcca": {"eps": [1e-2, 1.0], "max_iter": 30, "tol": 1e-4},
+    "ssmvd": {"lambda1": [0.0, 0.1], "lambda2": [0.0, 0.1]},
+    "kcca_bst": {"eps": [1e-2, 1.0]},
+    "kcca_avg": {"eps": [1e-2, 1.0]},
+    "ktcca": {"eps": [1e-2, 1.0], "max_iter": 30, "tol": 1e-4},
+}
+KEY = [
+    "method",
+    "split",
+    "r",
+    "view",
+    "pair",
+    "eps",
+    "lambda1",
+    "lambda2",
+    "k",
+    "params",
+]
+
+
+@pytest.fixture
+def data(make_views):
+    views, y = make_views(n=120, dims=(6, 7, 8), n_classes=3, seed=7)
+    return views, y, make_splits(y, n_labeled=30, n_splits=2, seed=0)
+
+
+def test_r_grid_is_the_papers():
+    assert R_GRID_PAPER[:3] == [5, 10, 15] and R_GRID_PAPER[19:22] == [100, 110, 120]
+    assert R_GRID_PAPER[-3:] == [260, 280, 300] and len(R_GRID_PAPER) == 35
+
+
+# --------------------------------------------------------------------- splits
+
+
+def test_make_splits_partition_and_determinism():
+    y = np.repeat([0, 1], 50)
+    a = make_splits(y, n_labeled=10, n_splits=3, seed=4)
+    b = make_splits(y, n_labeled=10, n_splits=3, seed=4)
+    for s, t in zip(a, b):
+        assert_array_equal(s.labeled, t.labeled)
+        assert_array_equal(s.validation, t.validation)
+    for i, s in enumerate(a):
+        assert s.seed == 4 + i and s.index == i and s.fit is None
+        rows = np.concatenate([s.labeled, s.validation, s.test])
+        assert_array_equal(np.sort(rows), np.arange(100))  # disjoint and complete
+        assert s.labeled.size == 10 and s.validation.size == 18  # 20% of 90
+    assert not np.array_equal(a[0].labeled, a[1].labeled)
+
+
+def test_make_splits_covers_every_class():
+    y = np.zeros(300, int)
+    y[:3] = 1  # a rare class: 3 of 300
+    for s in make_splits(y, n_labeled=20, n_splits=5, seed=0):
+        assert set(y[s.labeled]) == {0, 1}
+
+
+def test_make_splits_per_class_and_pool():
+    y = np.tile(np.arange(4), 50)
+    pool = np.arange(100)
+    for s in make_splits(y, per_class=3, pool=pool, n_splits=2, fit_on="pool"):
+        assert_array_equal(np.bincount(y[s.labeled]), [3, 3, 3, 3])
+        assert np.all(s.labeled < 100)
+        # validation + test = the complement of the pool (the paper's test data)
+        assert_array_equal(np.sort(np.r_[s.validation, s.test]), np.arange(100, 200))
+        assert s.validation.size == 20
+        assert_array_equal(s.fit, pool)
+
+
+def test_make_splits_exclude_validation_and_official_splits():
+    y = np.repeat([0, 1], 30)
+    s = make_splits(y, n_labeled=6, n_splits=1, fit_on="exclude_validation")[0]
+    assert_array_equal(s.fit, np.setdiff1d(np.arange(60), s.validation))
+    (t,) = splits_from_labeled(y, [[0, 1, 30, 31]])
+    assert_array_equal(t.labeled, [0, 1, 30, 31]) and t.validation.size == 11
+
+
+def test_restrict_split_keeps_roles():
+    y = np.repeat([0, 1], 100)
+    s = make_splits(y, n_labeled=10, n_splits=1)[0]
+    r = restrict_split(s, 50)
+    assert r.validation.size + r.test.size == 50
+    assert np.isin(r.validation, s.validation).all() and np.isin(r.test, s.test).all()
+    assert_array_equal(r.fit, np.union1d(s.labeled, np.r_[r.validation, r.test]))
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({}, "exactly one"),
+        ({"n_labeled": 3, "per_class": 1}, "exactly one"),
+        ({"n_labeled": 1}, "cannot cover"),
+        ({"per_class": 40}, "fewer than"),
+        ({"n_labeled": 4, "val_fraction": 1.5}, "val_fraction"),
+        ({"n_labeled": 4, "fit_on": "x"}, "fit_on"),
+    ],
+)
+def test_make_splits_rejects_bad_arguments(kw, match):
+    with pytest.raises(ValueError, match=match):
+        make_splits(np.repeat([0, 1], 30), **kw)
+
+
+# ----------------------------------------------------------------- run_method
+
+
+LEAK_CASES = [
+    ("bsf", "knn"),
+    ("cat", "rls"),
+    ("cca_bst", "rls"),
+    ("cca_avg", "knn"),
+    ("cca_avg", "rls"),
+    ("cca_ls", "knn"),
+    ("dse", "rls"),
+    ("tcca", "rls"),
+    ("bsk", "knn"),
+    ("avg", "rls"),
+    ("kcca_avg", "knn"),
+]
+
+
+@pytest.mark.parametrize("method, learner", LEAK_CASES)
+def test_test_labels_never_reach_training_or_selection(data, method, learner):
+    views, y, splits = data
+    s = splits[0]
+    bad = y.copy()
+    rng = np.random.default_rng(1)
+    bad[s.test] = rng.permutation(bad[s.test])
+    bad[s.test[:5]] = 99  # even a class never seen in training
+    kw = {"r_grid": [2, 4], "learner": learner, "params": SMALL.get(method)}
+    a, b = (
+        run_method(views, y, s, method, **kw),
+        run_method(views, bad, s, method, **kw),
+    )
+    same = [c for c in RESULT_COLUMNS if c not in ("test_acc", "fit_s", "peak_mb")]
+    pd.testing.assert_frame_equal(a[same], b[same])
+    assert not np.allclose(a["test_acc"], b["test_acc"])
+    # selection uses validation only: the same rows are picked
+    cols = ["r", "eps", "k", "view", "pair"]
+    pd.testing.assert_frame_equal(select_per_split(a)[cols], select_per_split(b)[cols])
+
+
+def test_run_method_matches_a_manual_fit(data):
+    views, y, splits = data
+    s = splits[1]
+    df = run_method(views, y, s, "cca_ls", r_grid=[3], params={"eps": 0.1})
+    Z = CCALS(3, eps=0.1).fit_transform(views)
+    pred = RLS(1e-2).fit(Z[s.labeled], y[s.labeled]).predict(Z)
+    row = df.iloc[0]
+    assert row["val_acc"] == np.mean(pred[s.validation] == y[s.validation])
+    assert row["test_acc"] == np.mean(pred[s.test] == y[s.test])
+    assert row["dim"] == 9 and row["n_fit"] == 120 and row["fit_shared"]
+    assert json.loads(row["params"]) == {"eps": 0.1}
+
+
+def test_fit_views_and_inductive_fit(data, make_views):
+    views, y, splits = data
+    s = splits[0]
+    extra, _ = make_views(n=50, dims=(6, 7, 8), seed=11)
+    df = run_method(
+        views, y, s, "cca_ls", r_grid=[2], params={"eps": 0.1}, fit_views=extra
+    )
+    est = CCALS(2, eps=0.1).fit([np.vstack([X, E]) for X, E in zip(views, extra)])
+    Z = est.transform(views)
+    pred = RLS().fit(Z[s.labeled], y[s.labeled]).predict(Z[s.validation])
+    assert df["val_acc"].iloc[0] == np.mean(pred == y[s.validation])
+    assert df["n_fit"].iloc[0] == 170
+    with pytest.raises(ValueError, match="cannot use extra unlabeled"):
+        run_method(views, y, s, "dse", r_grid=[2], fit_views=extra)
+    # inductive: the DR step sees only split.fit
+    t = Split(s.labeled, s.validation, s.test, s.seed, 0, fit=np.arange(80))
+    df = run_method(views, y, t, "cca_ls", r_grid=[2], params={"eps": 0.1})
+    Z = CCALS(2, eps=0.1).fit([X[:80] for X in views]).transform(views)
+    pred = RLS().fit(Z[s.labeled], y[s.labeled]).predict(Z[s.validation])
+    assert df["val_acc"].iloc[0] == np.mean(pred == y[s.validation])
+    assert df["n_fit"].iloc[0] == 80
+
+
+def test_r_above_the_limit_is_recorded_as_capped(data):
+    views, y, splits = data
+    df = run_method(
+        views, y, splits[0], "cca_bst", r_grid=[2, 7, 50], params={"eps": 0.1}
+    )
+    capped = df[df["r_capped"]]
+    # pairs (0,1), (0,2): r_max = 6; pair (1,2): r_max = 7
+    assert set(zip(capped["pair"], capped["r"])) == {
+        ("0-1", 7),
+        ("0-2", 7),
+        ("0-1", 50),
+        ("0-2", 50),
+        ("1-2", 50),
+    }
+    assert capped["val_acc"].isna().all() and capped["test_acc"].isna().all()
+    assert (df.loc[~df["r_capped"], "dim"] == 2 * df.loc[~df["r_capped"], "r"]).all()
+    assert select_per_split(df)["r_capped"].eq(False).all()
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_every_method_rejects_bad_input(data, method):
+    views, y, splits = data
+    s = splits[0]
+    bad = {
+        "at least 2 views": ([views[0]], y),
+        "same number of samples": ([views[0], views[1][:-1], views[2]], y),
+        "NaN": ([views[0], np.where(views[1] > 1, np.nan, views[1]), views[2]], y),
+        "y must have shape": (views, y[:-1]),
+    }
+    for match, (v, labels) in bad.items():
+        with pytest.raises(ValueError, match=match):
+            run_method(v, labels, s, method, r_grid=[2])
+    if METHODS[method].has_r:
+        with pytest.raises(ValueError, match="r must be an integer"):
+            run_method(views, y, s, method, r_grid=[0])
+    with pytest.raises(ValueError, match="has no parameter"):
+        run_method(views, y, s, method, r_grid=[2], params={"gamma_typo": 1})
+
+
+def test_run_method_rejects_bad_protocol_arguments(data):
+    views, y, splits = data
+    s = splits[0]
+    with pytest.raises(ValueError, match="unknown method"):
+        run_method(views, y, s, "pca")
+    with pytest.raises(ValueError, match="learner"):
+        run_method(views, y, s, "cat", learner="svm")
+    overlap = Split(s.labeled, np.r_[s.validation, s.labeled[:1]], s.test, 0)
+    with pytest.raises(ValueError, match="overlap"):
+        run_method(views, y, overlap, "cat")
+
+
+# ------------------------------------------------------------------ selection
+
+
+def _results(rows):
+    base = {c: math.nan for c in RESULT_COLUMNS}
+    base.update(
+        method="x", learner="rls", r_capped=False, k=pd.NA, view=pd.NA, pair=None
+    )
+    return pd.DataFrame([{**base, **r} for r in rows]).astype(
+        {"r": "Int64", "k": "Int64"}
+    )
+
+
+def test_select_both_readings_with_documented_ties():
+    rows = []
+    for split, table in {
+        0: [
+            (5, 0.1, 0.8, 0.70),
+            (5, 1.0, 0.8, 0.72),
+            (10, 0.1, 0.8, 0.90),
+            (10, 1.0, 0.6, 0.95),
+        ],
+        1: [
+            (5, 0.1, 0.5, 0.60),
+            (5, 1.0, 0.7, 0.65),
+            (10, 0.1, 0.9, 0.80),
+            (10, 1.0, 0.9, 0.85),
+        ],
+    }.items():
+        rows += [
+            dict(split=split, r=r, eps=e, val_acc=v, test_acc=t) for r, e, v, t in table
+        ]
+        rows.append(
+            dict(
+                split=split,
+                r=20,
+                eps=0.1,
+                val_acc=math.nan,
+                test_acc=math.nan,
+                r_capped=True,
+            )
+        )
+    res = _results(rows)
+    per = select_per_split(res)
+    assert per["r"].tolist() == [5, 10] and per["eps"].tolist() == [1.0, 1.0]
+    out = select(res).iloc[0]
+    assert_allclose(out["acc_val_mean"], (0.72 + 0.85) / 2)
+    assert_allclose(out["acc_val_std"], abs(0.72 - 0.85) / np.sqrt(2))
+    assert out["r_val"] == "5,10" and out["n_splits"] == 2
+    assert_allclose(out["acc_best_r_mean"], (0.90 + 0.85) / 2)
+    assert_allclose(out["acc_best_r_std"], abs(0.90 - 0.85) / np.sqrt(2))
+    assert out["r_best"] == 10
+    curve = accuracy_by_r(res)
+    assert_allclose(curve["test_acc_mean"], [(0.72 + 0.65) / 2, (0.90 + 0.85) / 2])
+
+
+def test_select_prefers_smaller_k_and_groups_extra_columns():
+    rows = [
+        dict(split=s, r=pd.NA, k=k, val_acc=0.5, test_acc=0.1 * k)
+        for s in (0, 1)
+        for k in (3, 1, 2)
+    ]
+    res = _results(rows)
+    res["dataset"] = "toy"
+    out = select(res)
+    assert list(out["dataset"]) == ["toy"]
+    assert_allclose(out["acc_val_mean"], 0.1)
+    assert out["r_val"].iloc[0] == "NA,NA" and pd.isna(out["r_best"].iloc[0])
+
+
+# ----------------------------------------------------------------- end to end
+
+
+def test_end_to_end_all_methods(data):
+    """Every registry method, 2 splits, 3 values of r -> one tidy table."""
+    views, y, splits = data
+    frames = []
+    for name, spec in METHODS.items():
+        learner = "knn" if spec.family == "kernel" else "rls"
+        for s in splits:
+            frames.append(
+                run_method(
+                    views,
+                    y,
+                    s,
+                    name,
+                    r_grid=[2, 4, 50],
+                    learner=learner,
+                    params=SMALL.get(name),
+                    seed=s.seed,
+                )
+            )
+    res = pd.concat(frames, ignore_index=True)
+    assert set(res["method"]) == set(METHODS)
+    assert list(res.columns) == list(RESULT_COLUMNS)
+    assert not res.duplicated(KEY).any()
+    ok = res[~res["r_capped"]]
+    assert ok["val_acc"].between(0, 1).all() and ok["test_acc"].between(0, 1).all()
+    assert (ok["fit_s"] >= 0).all() and (ok["peak_mb"] >= 0).all()
+    for name, spec in METHODS.items():
+        sub = res[res["method"] == name]
+        assert set(sub["split"]) == {0, 1}
+        if not spec.has_r:
+            assert sub["r"].isna().all()
+            continue
+        assert set(sub["r"]) == {2, 4, 50}
+        fine = sub[~sub["r_capped"]]
+        m = {
+            "cca_bst": 2,
+            "cca_avg": 2,
+            "kcca_bst": 2,
+            "kcca_avg": 2,
+            "cca_ls": 3,
+            "tcca": 3,
+            "ktcca": 3,
+            "dse": 1,
+            "ssmvd": 1,
+        }[name]
+        assert (fine["dim"] == m * fine["r"]).all(), name
+    # linear methods cannot reach r = 50 with d_p <= 8; the cap is recorded
+    assert res[(res["method"] == "cca_ls") & (res["r"] == 50)]["r_capped"].all()
+    table = select(res)
+    assert len(table) == len(METHODS)
+    assert table["acc_val_mean"].notna().all() and table["acc_val_std"].notna().all()
+
+
+@pytest.mark.parametrize("method", ["bsk", "avg", "kcca_avg", "ktcca"])
+def test_kernel_methods_inductive_path_matches_transductive(data, method):
+    # split.fit = every row explicitly takes the cross-kernel path; same numbers.
+    views, y, splits = data
+    s = splits[0]
+    t = Split(s.labeled, s.validation, s.test, s.seed, 0, fit=np.arange(len(y)))
+    kw = {"r_grid": [3], "learner": "knn", "params": SMALL.get(method)}
+    a, b = run_method(views, y, s, method, **kw), run_method(views, y, t, method, **kw)
+    assert_allclose(a["val_acc"], b["val_acc"])
+    assert_allclose(a["test_acc"], b["test_acc"])
+
+
+def test_avg_vote_majority_then_vote_fractions():
+    from tcca_core.protocol import _Context, _Out
+
+    y = np.array([0, 1, 2, 0, 1, 2, 0])
+    s = Split(np.arange(3), np.array([3]), np.array([4, 5, 6]), 0)
+    ctx = _Context(y, s, "knn", 10, 1e-2)
+
+    def out(labels, votes):
+        return _Out(np.array([labels]), [1], votes=np.array([votes]))
+
+    # row 0: majority 2 of 3 -> class 1; row 1: 1-1-1 tie -> largest summed fraction
+    outs = [
+        out([1, 0, 2, 2], [[0, 1, 0], [0.4, 0.3, 0.3], [0, 0, 1], [0, 0, 1]]),
+        out([1, 1, 2, 0], [[0, 1, 0], [0.2, 0.5, 0.3], [0, 0, 1], [1, 0, 0]]),
+        out([0, 2, 2, 1], [[1, 0, 0], [0.1, 0.1, 0.8], [0, 0, 1], [0, 1, 0]]),
+    ]
+    agg = ctx.aggregate(outs)
+    # row 1 sums: class0 0.7, class1 0.9, class2 1.4 -> 2; row 3: 1-1-1, sums 1-1-1
+    # -> lowest class index
+    assert_array_equal(agg.labels[0], [1, 2, 2, 0])
+
+
+def test_split_round_trips_through_a_dict():
+    y = np.repeat([0, 1], 20)
+    s = make_splits(y, n_labeled=4, n_splits=1, fit_on="exclude_validation")[0]
+    t = Split.from_dict(json.loads(json.dumps(s.to_dict())))
+    for a in ("labeled", "validation", "test", "fit"):
+        assert_array_equal(getattr(s, a), getattr(t, a))
+    assert (t.seed, t.index) == (s.seed, s.index)
+
+
+def test_subset_option_of_transductive_methods(data):
+    views, y, splits = data
+    s = splits[0]
+    df = run_method(views, y, s, "dse", r_grid=[2], params={"subset": 40})
+    row = df.iloc[0]
+    assert row["n_validation"] + row["n_test"] == 40
+    assert row["n_fit"] == 30 + 40  # labeled + the subset
+    assert json.loads(row["params"]) == {"subset": 40}
+    with pytest.raises(ValueError, match="transductive"):
+        run_method(views, y, s, "cca_ls", r_grid=[2], params={"subset": 40})
+
+
+def test_split_without_seed_from_index_arrays(data):
+    # As a pipeline rebuilds it from saved index arrays; restrict_split falls back on
+    # the index for its seed, so the subset stays deterministic.
+    views, y, splits = data
+    s = splits[0]
+    t = Split(labeled=s.labeled, validation=s.validation, test=s.test, index=1)
+    a = run_method(views, y, t, "dse", r_grid=[2], params={"subset": 40})
+    b = run_method(views, y, t, "dse", r_grid=[2], params={"subset": 40})
+    pd.testing.assert_frame_equal(
+        a.drop(columns=["fit_s", "peak_mb"]), b.drop(columns=["fit_s", "peak_mb"])
+    )
+    assert a["seed"].isna().all()

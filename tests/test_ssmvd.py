@@ -1,0 +1,307 @@
+"""SSMVD (Han et al. 2012, reconstructed) against its mathematics."""
+
+import logging
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from scipy.linalg import subspace_angles
+from scipy.optimize import minimize
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+
+from tcca_core.baselines._dse import DSE, TransductiveError
+from tcca_core.baselines._ssmvd import SSMVD, prox_tree, ssmvd_solve, tree_penalty
+
+MODES = ["pca", "spectral"]
+LAMBDAS = [(1e-3, 1e-3), (1e-2, 1e-2), (1e-1, 0.0), (0.0, 1e-1), (0.3, 0.3)]
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(2012)
+
+
+def latent_views(rng, N=120, dims=(7, 9, 6), latent=3, noise=0.3):
+    z = rng.standard_normal((N, latent))
+    return [
+        z @ rng.standard_normal((latent, d)) + noise * rng.standard_normal((N, d))
+        for d in dims
+    ]
+
+
+def max_angle(X, Y):
+    return float(np.max(subspace_angles(X, Y)))
+
+
+def full_objective(est, lambda1, lambda2):
+    """||A - B W||^2 + penalties, computed in the original N-dimensional space."""
+    A = np.hstack(est.view_embeddings_)
+    B = est.embedding_ / np.sqrt(A.shape[0])
+    W = est.loadings_
+    return np.sum((A - B @ W) ** 2) + tree_penalty(
+        W, est.view_blocks_, lambda1, lambda2
+    )
+
+
+# ---------------------------------------------------------------- prox operator
+BLOCKS = [slice(0, 2), slice(2, 5), slice(5, 7)]
+
+
+def prox_objective(w, v, t1, t2):
+    return 0.5 * np.sum((w - v) ** 2) + tree_penalty(w[None], BLOCKS, t1, t2)
+
+
+def prox_numerical(v, t1, t2):
+    """Smooth epigraph form solved by SLSQP: independent of the composition rule.
+
+    Variables x = [w, a, s, u]: min 1/2||w-v||^2 + t1 sum(a) + t2 (sum(s) + u)
+    s.t. a >= |w|, s_g^2 >= ||w_g||^2, u^2 >= ||w||^2 (s, u >= 0).
+    """
+    K, m = v.size, len(BLOCKS)
+    n = 2 * K + m + 1
+    eye = np.eye(K)
+
+    def obj(x):
+        w = x[:K]
+        return (
+            0.5 * np.sum((w - v) ** 2) + t1 * x[K : 2 * K].sum() + t2 * x[2 * K :].sum()
+        )
+
+    def jac(x):
+        g = np.full(n, float(t2))
+        g[:K] = x[:K] - v
+        g[K : 2 * K] = t1
+        return g
+
+    def abs_fun(x):
+        return np.concatenate([x[K : 2 * K] - x[:K], x[K : 2 * K] + x[:K]])
+
+    abs_jac = np.zeros((2 * K, n))
+    abs_jac[:K, :K], abs_jac[K:, :K] = -eye, eye
+    abs_jac[:K, K : 2 * K] = abs_jac[K:, K : 2 * K] = eye
+
+    groups = [*BLOCKS, slice(0, K)]  # the view blocks, then the root
+
+    def norm_fun(x):
+        return np.array(
+            [x[2 * K + g] ** 2 - np.sum(x[:K][sl] ** 2) for g, sl in enumerate(groups)]
+        )
+
+    def norm_jac(x):
+        J = np.zeros((m + 1, n))
+        for g, sl in enumerate(groups):
+            J[g, :K][sl] = -2 * x[:K][sl]
+            J[g, 2 * K + g] = 2 * x[2 * K + g]
+        return J
+
+    cons = [
+        {"type": "ineq", "fun": abs_fun, "jac": lambda x: abs_jac},
+        {"type": "ineq", "fun": norm_fun, "jac": norm_jac},
+    ]
+    x0 = np.concatenate(
+        [v, np.abs(v) + 1, [np.linalg.norm(v[sl]) + 1 for sl in groups]]
+    )
+    bounds = [(None, None)] * (2 * K) + [(0, None)] * (m + 1)
+    res = minimize(
+        obj,
+        x0,
+        jac=jac,
+        bounds=bounds,
+        constraints=cons,
+        method="SLSQP",
+        options={"ftol": 1e-14, "maxiter": 300},
+    )
+    return res.x[:K]
+
+
+@pytest.mark.parametrize(
+    ("t1", "t2"),
+    [(0.0, 0.0), (0.3, 0.0), (0.0, 0.3), (0.2, 0.3), (0.05, 1.0), (0.5, 0.5), (0.0, 5.0)],
+)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_tree_prox_is_the_exact_minimiser(t1, t2, seed):
+    v = np.random.default_rng(seed).standard_normal(7)
+    w = prox_tree(v[None], BLOCKS, t1, t2)[0]
+    f = prox_objective(w, v, t1, t2)
+    w_num = prox_numerical(v, t1, t2)
+    f_num = prox_objective(w_num, v, t1, t2)
+    # One-sided checks: valid however accurate the numerical solution is.
+    assert f <= f_num + 1e-10
+    # 1-strong convexity: 1/2 ||w_num - w*||^2 <= f(w_num) - f(w*).
+    assert 0.5 * np.sum((w_num - w) ** 2) <= f_num - f + 1e-8
+    # No small perturbation improves on w (for a convex f: a global minimum).
+    deltas = np.random.default_rng(seed + 10).standard_normal((200, 7)) * 1e-4
+    assert all(prox_objective(w + d, v, t1, t2) >= f - 1e-14 for d in deltas)
+
+
+def test_prox_zeroes_whole_views_and_rows():
+    v = np.array([[0.1, -0.1, 3.0, 2.0, 1.0, 0.05, 0.0]])
+    w = prox_tree(v, BLOCKS, 0.0, 0.2)
+    assert_array_equal(w[0, 0:2], 0.0)  # ||v_G1|| = 0.14 < 0.2: view 1 off
+    assert_array_equal(w[0, 5:7], 0.0)
+    assert np.all(w[0, 2:5] != 0)
+    assert_array_equal(prox_tree(v, BLOCKS, 0.0, 10.0), 0.0)  # root kills the row
+
+
+# ------------------------------------------------------------------ the solver
+@pytest.mark.parametrize("mode", MODES)
+def test_zero_lambda_reproduces_dse(rng, mode):
+    views = latent_views(rng)
+    Z_dse = DSE(3, view_embedding=mode, random_state=0).fit_transform(views)
+    est = SSMVD(3, view_embedding=mode, random_state=0)
+    Z = est.fit_transform(views)
+    assert max_angle(Z, Z_dse) < 1e-8
+    assert est.converged_ and est.n_iter_ <= 2
+
+
+def test_zero_lambda_from_random_start_converges_to_dse_subspace(rng):
+    """Without penalties the alternation is subspace iteration on A A^T."""
+    K, r = 12, 3
+    s = np.array([3.0, 2.5, 2.0] + [0.5] * (K - 3))
+    R = s[:, None] * np.linalg.qr(rng.standard_normal((K, K)))[0]
+    C0 = np.linalg.qr(rng.standard_normal((K, r)))[0]
+    C, W, hist, converged = ssmvd_solve(
+        R, [slice(0, 6), slice(6, 12)], r, 0.0, 0.0, C0=C0, max_iter=200, tol=1e-14
+    )
+    assert max_angle(C, np.eye(K, r)) < 1e-6
+    assert_allclose(hist[-1], np.sum(s[r:] ** 2), rtol=1e-10)
+    assert np.all(np.diff(hist) <= 1e-12 * hist[0])
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("lambda1", "lambda2"), LAMBDAS)
+def test_objective_never_increases_and_matches_full_space(rng, mode, lambda1, lambda2):
+    views = latent_views(rng)
+    est = SSMVD(
+        4,
+        lambda1=lambda1,
+        lambda2=lambda2,
+        view_embedding=mode,
+        max_iter=60,
+        random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est.fit(views)
+    h = est.objective_
+    assert h.shape == (est.n_iter_,)
+    assert np.all(np.diff(h) <= 1e-12 * abs(h[0]))
+    assert_allclose(full_objective(est, lambda1, lambda2), h[-1], rtol=1e-10)
+    B = est.embedding_ / np.sqrt(views[0].shape[0])
+    assert_allclose(B.T @ B, np.eye(4), atol=1e-10)
+
+
+def test_objective_never_increases_from_random_starts(rng):
+    K, r = 15, 4
+    R = rng.standard_normal((K, K))
+    blocks = [slice(0, 5), slice(5, 10), slice(10, 15)]
+    for seed in range(5):
+        C0 = np.linalg.qr(np.random.default_rng(seed).standard_normal((K, r)))[0]
+        *_, hist, _ = ssmvd_solve(R, blocks, r, 0.2, 0.3, C0=C0, max_iter=50, tol=0)
+        assert np.all(np.diff(hist) <= 1e-12 * hist[0])
+
+
+def test_loadings_switch_off_a_pure_noise_view(rng):
+    """The view groups let a latent dimension skip a view that does not share it."""
+    N = 300
+    z = rng.standard_normal((N, 1))
+    views = [
+        z @ rng.standard_normal((1, 5)) + 0.05 * rng.standard_normal((N, 5))
+        for _ in range(2)
+    ]
+    views.append(rng.standard_normal((N, 5)))  # independent of z
+    est = SSMVD(1, lambda2=0.5, random_state=0).fit(views)
+    W = est.loadings_
+    noise_block = est.view_blocks_[2]
+    assert_array_equal(W[0, noise_block], 0.0)
+    assert np.linalg.norm(W[0, est.view_blocks_[0]]) > 0.5
+
+
+def test_large_lambda_zeroes_loadings_and_warns(rng, caplog):
+    views = latent_views(rng)
+    with caplog.at_level(logging.WARNING, logger="tcca_core.baselines._ssmvd"):
+        est = SSMVD(3, lambda1=10.0, random_state=0).fit(views)
+    assert_array_equal(est.loadings_, 0.0)
+    assert est.n_zero_loadings_ == 3
+    assert "all loadings are zero" in caplog.text
+    Z_dse = DSE(3, random_state=0).fit_transform(views)
+    assert max_angle(est.embedding_, Z_dse) < 1e-8  # B stays at its start
+
+
+def test_max_iter_reached_gives_convergence_warning(rng):
+    views = latent_views(rng)
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        SSMVD(3, lambda1=0.1, lambda2=0.1, max_iter=1, random_state=0).fit(views)
+
+
+# ------------------------------------------------------------------- the grid
+def test_grid_matches_separate_fits(rng):
+    views = latent_views(rng)
+    est = SSMVD(1, max_iter=30, random_state=0)
+    pairs = [(0.0, 0.0), (0.01, 0.05)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        grid = est.fit_transform_grid(views, [2, 4], lambdas=pairs)
+        assert sorted(grid) == [
+            (2, 0.0, 0.0),
+            (2, 0.01, 0.05),
+            (4, 0.0, 0.0),
+            (4, 0.01, 0.05),
+        ]
+        for (r, l1, l2), Z in grid.items():
+            Zr = SSMVD(
+                r, lambda1=l1, lambda2=l2, max_iter=30, random_state=0
+            ).fit_transform(views)
+            assert_allclose(Z, Zr, atol=1e-10)
+    by_r = SSMVD(2, random_state=0).fit_transform_grid(views, [3, 2])
+    assert list(by_r) == [2, 3]
+
+
+# ------------------------------------------------------ determinism and API
+@pytest.mark.parametrize("mode", MODES)
+def test_deterministic_for_fixed_random_state(rng, mode):
+    views = latent_views(rng)
+    kw = dict(lambda1=0.01, lambda2=0.02, view_embedding=mode, random_state=3)
+    Z1 = SSMVD(3, **kw).fit_transform(views)
+    Z2 = SSMVD(3, **kw).fit_transform(views)
+    assert_array_equal(Z1, Z2)
+
+
+def test_transform_is_refused(rng):
+    est = SSMVD(2).fit(latent_views(rng))
+    with pytest.raises(TransductiveError, match="SSMVD is transductive"):
+        est.transform(latent_views(rng))
+
+
+def test_sklearn_params_round_trip():
+    est = SSMVD(3, lambda1=0.1, lambda2=0.2, max_iter=7)
+    assert clone(est).get_params() == est.get_params()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"lambda1": -1.0}, "lambda1"),
+        ({"lambda2": np.nan}, "lambda2"),
+        ({"max_iter": 0}, "max_iter"),
+        ({"tol": -1e-3}, "tol"),
+        ({"n_components": 0}, "n_components"),
+        ({"n_components": 40}, "at most 39"),
+        ({"view_embedding": "isomap"}, "view_embedding"),
+    ],
+)
+def test_bad_parameters_raise_clear_value_error(rng, kwargs, match):
+    views = latent_views(rng, N=40)
+    params = {"n_components": 2, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        SSMVD(**params).fit(views)
+
+
+def test_bad_views_raise(rng):
+    views = latent_views(rng, N=40)
+    with pytest.raises(ValueError, match="at least 2 views"):
+        SSMVD(2).fit(views[:1])
+    with pytest.raises(ValueError, match="same number of samples"):
+        SSMVD(2).fit([views[0], views[1][:-1]])
