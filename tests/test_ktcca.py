@@ -152,3 +152,12 @@ def test_non_psd_precomputed_kernel_is_rejected(rng):
 def test_bad_input_raises_a_clear_error(rng, views_fn, kwargs, match):
     with pytest.raises(ValueError, match=match):
         KTCCA(**{"n_components": 1, **kwargs}).fit(views_fn(rng))
+
+
+def test_path_equals_independent_fits(rng):
+    views = _views(rng, (3, 4, 5), 25)
+    ranks = [2, 1]
+    path = KTCCA.fit_path(views, ranks, kernel="rbf", random_state=2)
+    for r, est in zip(ranks, path):
+        ref = KTCCA(r, kernel="rbf", random_state=2).fit(views)
+        assert np.array_equal(est.transform(views), ref.transform(views))

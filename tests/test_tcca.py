@@ -277,3 +277,19 @@ def test_transform_checks_feature_counts(rng):
     est = TCCA(1, random_state=0).fit(views)
     with pytest.raises(ValueError, match="view 1 has 4 features"):
         est.transform([views[0], views[0], views[2]])
+
+
+def test_path_equals_independent_fits_and_warm_start_is_valid(rng):
+    views = _views(rng, (5, 6, 7), N=150, latent=3)
+    ranks = [3, 1, 2]
+    path = TCCA.fit_path(views, ranks, random_state=4)
+    for r, est in zip(ranks, path):
+        ref = TCCA(r, random_state=4).fit(views)
+        assert est.n_components == r
+        assert np.array_equal(est.transform(views), ref.transform(views))
+    warm = TCCA.fit_path(views, ranks, warm_start=True, random_state=4)
+    for r, est in zip(ranks, warm):
+        assert est.factors_[0].shape == (5, r)
+        assert est.reconstruction_errors_[-1] <= 1.0
+    with pytest.raises(ValueError, match="warm_start needs"):
+        TCCA.fit_path(views, ranks, warm_start=True, init=[np.ones((5, 1))] * 3)

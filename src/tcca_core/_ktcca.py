@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from time import perf_counter
 
 import numpy as np
 import scipy.linalg as sla
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 
+from ._als import init_factors
 from ._tcca import _check_params, as_generator, max_cp_rank
-from ._tensors import WhitenedView, decompose
+from ._tensors import MomentEngine, WhitenedView
 from ._validation import check_eps, check_n_components, check_views
 from .kernels import ViewKernel, center_cross_kernel, center_kernel
 
@@ -142,26 +144,47 @@ class KTCCA(TransformerMixin, BaseEstimator):
 
     def fit(self, views, y=None):
         """Fit on a list of views (or of N x N kernels with kernel="precomputed")."""
-        eps, max_iter, tol = _check_params(
-            self.n_components, self.eps, self.max_iter, self.tol, self.algorithm
-        )
-        jitter = check_eps(self.jitter, "jitter")
+        params = self.get_params(deep=False)
+        fitted = type(self).fit_path(views, [self.n_components], **params)[0]
+        vars(self).update(vars(fitted))
+        return self
+
+    @classmethod
+    def fit_path(cls, views, ranks, *, warm_start: bool = False, **params):
+        """Fitted estimators for each of ``ranks``, sharing kernels, Cholesky factors
+        and the engine (the O(N^3) work is done once).
+
+        ``params`` are the constructor's; ``n_components`` among them is ignored.
+        See :func:`tcca_core.tcca_path` for ``warm_start``.
+        """
+        params = {k: v for k, v in params.items() if k != "n_components"}
+        proto = cls(**params)
+        ranks = list(ranks)
+        if not ranks:
+            raise ValueError("ranks must not be empty")
+        for r in ranks:
+            eps, max_iter, tol = _check_params(
+                r, proto.eps, proto.max_iter, proto.tol, proto.algorithm
+            )
+        if warm_start and not isinstance(proto.init, str):
+            raise ValueError("warm_start needs init='svd' or 'random', not arrays")
+        jitter = check_eps(proto.jitter, "jitter")
         if not isinstance(views, (list, tuple)):
             check_views(views)  # raises the standard message
         m = len(views)
-        kernels = _per_view(self.kernel, m, "kernel")
-        params = _per_view(self.kernel_params or {}, m, "kernel_params")
+        kernels = _per_view(proto.kernel, m, "kernel")
+        kparams = _per_view(proto.kernel_params or {}, m, "kernel_params")
         views = check_views(
             views, accept_sparse=not any(k == "precomputed" for k in kernels)
         )
         N = views[0].shape[0]
         r_max, why = max_cp_rank(N, [N] * m)
-        r = check_n_components(self.n_components, r_max, why)
-        rng = as_generator(self.random_state)
+        for r in ranks:
+            check_n_components(r, r_max, why)
 
-        self.kernels_, self.center_stats_, self._L = [], [], []
-        wviews = []
-        for p, (X, k, kp) in enumerate(zip(views, kernels, params, strict=True)):
+        t_setup = perf_counter()
+        vkernels, stats_all, Ls, wviews = [], [], [], []
+        for p, (X, k, kp) in enumerate(zip(views, kernels, kparams, strict=True)):
             vk = ViewKernel(k, **kp)
             K = vk.fit(X)
             if k == "precomputed":
@@ -169,46 +192,67 @@ class KTCCA(TransformerMixin, BaseEstimator):
                     raise ValueError(f"the kernel of view {p} must be {N} x {N}")
                 _check_psd(K, p)
             stats = None
-            if self.center:
+            if proto.center:
                 K, stats = center_kernel(K)
             L, Y = kernel_whitening(K, eps, jitter, p)
-            self.kernels_.append(vk)
-            self.center_stats_.append(stats)
-            self._L.append(L)
+            vkernels.append(vk)
+            stats_all.append(stats)
+            Ls.append(L)
             wviews.append(WhitenedView(Y))
-        weights, factors, info = decompose(
-            wviews,
-            r,
-            algorithm=self.algorithm,
-            init=self.init,
-            max_iter=max_iter,
-            tol=tol,
-            rng=rng,
-        )
-        H = np.ones((N, r))
-        for v, B in zip(wviews, factors, strict=True):
-            H *= v.dot(B)
-        self.factors_ = factors
-        self.dual_coef_ = [
-            sla.solve_triangular(L, B, lower=False)
-            for L, B in zip(self._L, factors, strict=True)
-        ]
-        self.weights_ = weights
-        self.correlations_ = H.mean(axis=0)
-        self.n_iter_ = info["n_iter"]
-        self.converged_ = info["converged"]
-        self.reconstruction_errors_ = info["errors"]
-        self.algorithm_ = info["engine"]
-        self.n_views_ = m
-        self.n_train_ = N
-        if not self.converged_ and tol > 0:
-            warnings.warn(
-                f"KTCCA: ALS stopped after max_iter={self.n_iter_} sweeps without "
-                f"reaching tol={tol}; increase max_iter",
-                ConvergenceWarning,
-                stacklevel=2,
+        engine = MomentEngine.choose(wviews, max(ranks), proto.algorithm)
+        setup_s = perf_counter() - t_setup
+        fitted: dict[int, KTCCA] = {}
+        previous = None
+        order = sorted(set(ranks)) if warm_start else list(dict.fromkeys(ranks))
+        rng = as_generator(proto.random_state)
+        for r in order:
+            t_rank = perf_counter()
+            if not warm_start and not isinstance(
+                proto.random_state, np.random.Generator
+            ):
+                rng = as_generator(proto.random_state)
+            start = proto.init
+            if warm_start and previous is not None:
+                fresh = init_factors(engine.mttkrp, engine.dims, r, proto.init, rng)
+                k = previous[0].shape[1]
+                start = [
+                    np.hstack([U, F[:, k:]])
+                    for U, F in zip(previous, fresh, strict=True)
+                ]
+            weights, factors, info = engine.decompose(
+                r, init=start, max_iter=max_iter, tol=tol, rng=rng
             )
-        return self
+            previous = [factors[0] * weights, *factors[1:]]
+            H = np.ones((N, r))
+            for v, B in zip(wviews, factors, strict=True):
+                H *= v.dot(B)
+            est = cls(r, **params)
+            est.kernels_, est.center_stats_, est._L = vkernels, stats_all, Ls
+            est.factors_ = factors
+            est.dual_coef_ = [
+                sla.solve_triangular(L, B, lower=False)
+                for L, B in zip(Ls, factors, strict=True)
+            ]
+            est.weights_ = weights
+            est.correlations_ = H.mean(axis=0)
+            est.n_iter_ = info["n_iter"]
+            est.converged_ = info["converged"]
+            est.reconstruction_errors_ = info["errors"]
+            est.algorithm_ = info["engine"]
+            est.n_views_ = m
+            est.n_train_ = N
+            # Own ALS plus the shared kernels and Cholesky factors; the lazy
+            # ||S||^2 (or S itself) falls in the first rank's share.
+            est.fit_seconds_ = setup_s + perf_counter() - t_rank
+            if not est.converged_ and tol > 0:
+                warnings.warn(
+                    f"KTCCA: ALS stopped after max_iter={est.n_iter_} sweeps "
+                    f"without reaching tol={tol}; increase max_iter",
+                    ConvergenceWarning,
+                    stacklevel=3,
+                )
+            fitted[r] = est
+        return [fitted[r] for r in ranks]
 
     def transform(self, views, per_view: bool = False):
         """Project new samples: [Z_1 ... Z_m], shape (n_new, m r), or a list."""

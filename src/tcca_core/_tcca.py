@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import warnings
 from numbers import Integral
+from time import perf_counter
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 
+from ._als import init_factors
 from ._linalg import column_mean, covariance, inv_sqrt_psd
-from ._tensors import WhitenedView, decompose
+from ._tensors import MomentEngine, WhitenedView
 from ._validation import (
     check_eps,
     check_n_components,
@@ -30,7 +32,7 @@ from ._validation import (
     check_views,
 )
 
-__all__ = ["TCCA", "tcca", "max_cp_rank", "as_generator"]
+__all__ = ["TCCA", "tcca", "tcca_path", "max_cp_rank", "as_generator"]
 
 ALGORITHMS = ("auto", "dense", "implicit", "tensorly")
 
@@ -72,31 +74,42 @@ def _check_params(n_components, eps, max_iter, tol, algorithm):
     return eps, max_iter, tol
 
 
-def tcca(
+def tcca_path(
     views,
-    n_components: int,
+    ranks,
     *,
     eps: float = 1e-2,
     max_iter: int = 200,
     tol: float = 1e-6,
     init="svd",
+    warm_start: bool = False,
     random_state=None,
     algorithm: str = "auto",
-) -> dict:
-    """Fit TCCA; the function behind :class:`TCCA` (see there for the parameters).
+) -> list[dict]:
+    """Fit TCCA for several ranks, whitening and building M (or ||M||) once.
 
-    Returns a dict with ``means``, ``whiteners`` (C~_pp^(-1/2)), ``factors`` (U_p),
-    ``projections`` (W_p = C~_pp^(-1/2) U_p), ``weights`` (CP lambdas),
-    ``correlations`` (rho_k), ``n_iter``, ``converged``, ``errors``, ``engine``.
+    With ``warm_start=False`` and an int ``random_state``, entry i
+    equals ``tcca(views, ranks[i], ...)`` exactly: each rank starts from its own
+    generator seeded by ``random_state``. With ``warm_start=True`` the ranks are
+    visited in increasing order and each starts from the previous solution plus the
+    next ``init`` columns; the result then depends on the grid.
+
+    Returns one dict per rank (in the order of ``ranks``), as :func:`tcca`.
     """
-    eps, max_iter, tol = _check_params(n_components, eps, max_iter, tol, algorithm)
+    ranks = list(ranks)
+    if not ranks:
+        raise ValueError("ranks must not be empty")
+    if warm_start and not isinstance(init, str):
+        raise ValueError("warm_start needs init='svd' or 'random', not arrays")
+    for r in ranks:
+        eps, max_iter, tol = _check_params(r, eps, max_iter, tol, algorithm)
     views = check_views(views)
     N = views[0].shape[0]
     dims = [X.shape[1] for X in views]
     r_max, why = max_cp_rank(N, dims)
-    r = check_n_components(n_components, r_max, why)
-    rng = as_generator(random_state)
-
+    for r in ranks:
+        check_n_components(r, r_max, why)
+    t_setup = perf_counter()
     means = [column_mean(X) for X in views]
     whiteners = [
         inv_sqrt_psd(covariance(X, mu), eps) for X, mu in zip(views, means, strict=True)
@@ -104,22 +117,57 @@ def tcca(
     wviews = [
         WhitenedView(X, mu, W) for X, mu, W in zip(views, means, whiteners, strict=True)
     ]
-    weights, factors, info = decompose(
-        wviews, r, algorithm=algorithm, init=init, max_iter=max_iter, tol=tol, rng=rng
-    )
-    # rho_k of the projected training data (Theorem 1), exact for every k.
-    H = np.ones((N, r))
-    for v, U in zip(wviews, factors, strict=True):
-        H *= v.dot(U)
-    return {
-        "means": means,
-        "whiteners": whiteners,
-        "factors": factors,
-        "projections": [W @ U for W, U in zip(whiteners, factors, strict=True)],
-        "weights": weights,
-        "correlations": H.mean(axis=0),
-        **info,
-    }
+    engine = MomentEngine.choose(wviews, max(ranks), algorithm)
+    setup_s = perf_counter() - t_setup
+    out: dict[int, dict] = {}
+    previous = None
+    order = sorted(set(ranks)) if warm_start else list(dict.fromkeys(ranks))
+    rng = as_generator(random_state)
+    for r in order:
+        t_rank = perf_counter()
+        # A fresh generator per rank makes entry i equal a standalone fit; a
+        # Generator passed in cannot be re-seeded and is used in turn.
+        if not warm_start and not isinstance(random_state, np.random.Generator):
+            rng = as_generator(random_state)
+        start = init
+        if warm_start and previous is not None:
+            fresh = init_factors(engine.mttkrp, dims, r, init, rng)
+            k = previous[0].shape[1]
+            start = [
+                np.hstack([U, F[:, k:]]) for U, F in zip(previous, fresh, strict=True)
+            ]
+        weights, factors, info = engine.decompose(
+            r, init=start, max_iter=max_iter, tol=tol, rng=rng
+        )
+        previous = [factors[0] * weights, *factors[1:]]
+        # rho_k of the projected training data (Theorem 1), exact for every k.
+        H = np.ones((N, r))
+        for v, U in zip(wviews, factors, strict=True):
+            H *= v.dot(U)
+        out[r] = {
+            "means": means,
+            "whiteners": whiteners,
+            "factors": factors,
+            "projections": [W @ U for W, U in zip(whiteners, factors, strict=True)],
+            "weights": weights,
+            "correlations": H.mean(axis=0),
+            # Own ALS plus the shared whitening; the lazy build of M (or ||M||^2)
+            # falls in the first rank's share.
+            "fit_seconds": setup_s + perf_counter() - t_rank,
+            **info,
+        }
+    return [out[r] for r in ranks]
+
+
+def tcca(views, n_components: int, **kwargs) -> dict:
+    """Fit TCCA; the function behind :class:`TCCA` (see there for the parameters).
+
+    Returns a dict with ``means``, ``whiteners`` (C~_pp^(-1/2)), ``factors`` (U_p),
+    ``projections`` (W_p = C~_pp^(-1/2) U_p), ``weights`` (CP lambdas),
+    ``correlations`` (rho_k), ``n_iter``, ``converged``, ``errors``, ``engine``.
+    """
+    check_positive_int(n_components, "n_components")
+    return tcca_path(views, [n_components], **kwargs)[0]
 
 
 class TCCA(TransformerMixin, BaseEstimator):
@@ -222,6 +270,9 @@ class TCCA(TransformerMixin, BaseEstimator):
             random_state=self.random_state,
             algorithm=self.algorithm,
         )
+        return self._set_fitted(out)
+
+    def _set_fitted(self, out: dict):
         self.means_ = out["means"]
         self.factors_ = out["factors"]
         self.projections_ = out["projections"]
@@ -231,15 +282,39 @@ class TCCA(TransformerMixin, BaseEstimator):
         self.converged_ = out["converged"]
         self.reconstruction_errors_ = out["errors"]
         self.algorithm_ = out["engine"]
+        self.fit_seconds_ = out["fit_seconds"]
         self.n_features_in_ = [W.shape[0] for W in self.projections_]
         if not self.converged_ and self.tol > 0:
             warnings.warn(
                 f"TCCA: ALS stopped after max_iter={self.n_iter_} sweeps without "
                 f"reaching tol={self.tol}; increase max_iter",
                 ConvergenceWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         return self
+
+    @classmethod
+    def fit_path(cls, views, ranks, *, warm_start: bool = False, **params):
+        """Fitted estimators for each of ``ranks``, sharing the whitening and M.
+
+        ``params`` are the constructor's (without ``n_components``). See
+        :func:`tcca_path` for what ``warm_start`` changes.
+        """
+        est = cls(**params)
+        outs = tcca_path(
+            views,
+            ranks,
+            eps=est.eps,
+            max_iter=est.max_iter,
+            tol=est.tol,
+            init=est.init,
+            warm_start=warm_start,
+            random_state=est.random_state,
+            algorithm=est.algorithm,
+        )
+        return [
+            cls(r, **params)._set_fitted(o) for r, o in zip(ranks, outs, strict=True)
+        ]
 
     def transform(self, views, per_view: bool = False):
         """Project views: [Z_1 ... Z_m] of shape (n_samples, m r), or a list."""

@@ -28,6 +28,7 @@ __all__ = [
     "ImplicitMoment",
     "dense_moment",
     "dense_mttkrp",
+    "MomentEngine",
     "DENSE_MAX_BYTES",
 ]
 
@@ -308,6 +309,97 @@ def choose_engine(
     return algorithm
 
 
+class MomentEngine:
+    """One engine bound to one moment tensor, reusable across ranks.
+
+    Building M (dense engines) or ||M||^2 (implicit engine) is done once, lazily,
+    so a grid of ranks (:meth:`decompose` called repeatedly) pays for it once.
+    """
+
+    def __init__(self, views: Sequence[WhitenedView], name: str):
+        self.views = list(views)
+        self.name = name
+        self.dims = [v.d for v in self.views]
+        self._M = None
+        self._norm_sq = None
+        self._op = ImplicitMoment(self.views) if name == "implicit" else None
+
+    @classmethod
+    def choose(
+        cls, views: Sequence[WhitenedView], rank: int, algorithm: str
+    ) -> MomentEngine:
+        """The engine ``algorithm`` names, or the cost model's pick for ``"auto"``."""
+        N = views[0].N
+        dims = [v.d for v in views]
+        sparse = all(v.Y is None for v in views)
+        nnz = [v.X.nnz / N for v in views] if sparse else None
+        return cls(views, choose_engine(N, dims, rank, algorithm, nnz))
+
+    @property
+    def M(self) -> np.ndarray:
+        if self._M is None:
+            self._M = dense_moment(self.views)
+        return self._M
+
+    @property
+    def norm_sq(self) -> float:
+        if self._norm_sq is None:
+            if self._op is not None:
+                self._norm_sq = self._op.norm_sq()
+            else:
+                self._norm_sq = float(np.vdot(self.M, self.M))
+        return self._norm_sq
+
+    def mttkrp(self, factors: Sequence[np.ndarray], p: int) -> np.ndarray:
+        if self._op is not None:
+            return self._op.mttkrp(factors, p)
+        if self.name == "tensorly":
+            return tensorly_mttkrp(self.M, factors, p)
+        return dense_mttkrp(self.M, factors, p)
+
+    def decompose(
+        self, rank: int, *, init, max_iter: int, tol: float, rng: np.random.Generator
+    ):
+        """Rank-``rank`` CP-ALS of M.
+
+        Returns ``(weights, factors, info)`` with normalized, sign-fixed factors
+        sorted by weight, and ``info`` holding the engine, iterations, convergence
+        flag and the relative reconstruction errors.
+        """
+        from ._als import cp_als, init_factors, normalize_cp
+
+        U0 = init_factors(self.mttkrp, self.dims, rank, init, rng)
+        if self.name == "tensorly":
+            import tensorly as tl
+            from tensorly.decomposition import parafac
+
+            with tl.backend_context("numpy"):
+                cp, errors = parafac(
+                    self.M,
+                    rank,
+                    n_iter_max=max_iter,
+                    init=tl.cp_tensor.CPTensor((np.ones(rank), U0)),
+                    tol=tol,
+                    return_errors=True,
+                )
+            weights, factors = cp.weights, list(cp.factors)
+            errors = [float(e) for e in errors]
+            n_iter = len(errors)
+            converged = bool(tol and n_iter >= 2 and abs(errors[-2] - errors[-1]) < tol)
+        else:
+            res = cp_als(self.mttkrp, self.norm_sq, U0, max_iter=max_iter, tol=tol)
+            weights, factors = res.weights, res.factors
+            n_iter, converged, errors = res.n_iter, res.converged, res.errors
+        weights, factors = normalize_cp(weights, factors)
+        info = {
+            "engine": self.name,
+            "n_iter": n_iter,
+            "converged": converged,
+            "errors": errors,
+        }
+        return weights, factors, info
+
+
 def decompose(
     views: Sequence[WhitenedView],
     rank: int,
@@ -318,56 +410,6 @@ def decompose(
     tol: float,
     rng: np.random.Generator,
 ):
-    """Rank-``rank`` CP-ALS of the moment tensor of ``views`` with either engine.
-
-    Returns ``(weights, factors, info)`` with normalized, sign-fixed factors sorted
-    by weight, and ``info`` holding the engine, iterations, convergence flag and the
-    relative reconstruction errors.
-    """
-    from ._als import cp_als, init_factors, normalize_cp
-
-    N = views[0].N
-    dims = [v.d for v in views]
-    sparse = all(v.Y is None for v in views)
-    nnz = [v.X.nnz / N for v in views] if sparse else None
-    engine = choose_engine(N, dims, rank, algorithm, nnz)
-    if engine == "tensorly":
-        import tensorly as tl
-        from tensorly.decomposition import parafac
-
-        M = dense_moment(views)
-        U0 = init_factors(lambda f, p: tensorly_mttkrp(M, f, p), dims, rank, init, rng)
-        with tl.backend_context("numpy"):
-            cp, errors = parafac(
-                M,
-                rank,
-                n_iter_max=max_iter,
-                init=tl.cp_tensor.CPTensor((np.ones(rank), U0)),
-                tol=tol,
-                return_errors=True,
-            )
-        weights, factors = cp.weights, list(cp.factors)
-        errors = [float(e) for e in errors]
-        n_iter = len(errors)
-        converged = bool(tol and n_iter >= 2 and abs(errors[-2] - errors[-1]) < tol)
-    else:
-        if engine == "implicit":
-            op = ImplicitMoment(views)
-            mttkrp, norm_sq = op.mttkrp, None
-        else:
-            M = dense_moment(views)
-            mttkrp = lambda f, p: dense_mttkrp(M, f, p)  # noqa: E731
-            norm_sq = float(np.vdot(M, M))
-        U0 = init_factors(mttkrp, dims, rank, init, rng)
-        norm_sq = op.norm_sq() if norm_sq is None else norm_sq
-        res = cp_als(mttkrp, norm_sq, U0, max_iter=max_iter, tol=tol)
-        weights, factors = res.weights, res.factors
-        n_iter, converged, errors = res.n_iter, res.converged, res.errors
-    weights, factors = normalize_cp(weights, factors)
-    info = {
-        "engine": engine,
-        "n_iter": n_iter,
-        "converged": converged,
-        "errors": errors,
-    }
-    return weights, factors, info
+    """Rank-``rank`` CP-ALS of the moment tensor of ``views`` (one-off engine)."""
+    engine = MomentEngine.choose(views, rank, algorithm)
+    return engine.decompose(rank, init=init, max_iter=max_iter, tol=tol, rng=rng)

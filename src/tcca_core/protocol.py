@@ -873,21 +873,28 @@ def _run_kcca_avg(run: _Run, points):
     _run_avg_pairs(run, points, _fit_kcca)
 
 
-def _run_tcca(run: _Run, points):
-    from ._tcca import TCCA, max_cp_rank
+def _run_path(run: _Run, points, r_max, fit_path, fit_data, row_data, scale=1.0):
+    """Rank grid of TCCA/KTCCA through ``fit_path``: the whitening (or kernels and
+    Cholesky factors) and the moment tensor are computed once per grid point.
 
-    dims = [X.shape[1] for X in run.views]
-    r_max, _ = max_cp_rank(run.n_fit, dims)
+    fit_s per r is the estimator's ``fit_seconds_``: its own ALS plus the shared
+    setup; peak_mb is the peak of the whole path (``fit_shared`` is True).
+    """
     for gp in points:
-        for r, capped in run.r_values(r_max):
+        grid = list(run.r_values(r_max))
+        ranks = [r for r, capped in grid if not capped]
+        ests = {}
+        if ranks:
+            with _measure() as path_cost:
+                fitted = fit_path(fit_data, ranks, random_state=run.seed, **gp)
+            ests = dict(zip(ranks, fitted, strict=True))
+        for r, capped in grid:
             if capped:
                 run.add(None, r=r, r_max=r_max, params=gp)
                 continue
-            with _measure() as cost:
-                est = TCCA(r, random_state=run.seed, **gp).fit(
-                    run.fit_data(range(run.m))
-                )
-                Z = est.transform(run.row_data(range(run.m)))
+            est = ests[r]
+            Z = scale * est.transform(row_data)
+            cost = {"fit_s": est.fit_seconds_, "peak_mb": path_cost["peak_mb"]}
             run.add(
                 run.ctx.outputs(Z),
                 r=r,
@@ -895,7 +902,23 @@ def _run_tcca(run: _Run, points):
                 dim=Z.shape[1],
                 params=gp,
                 cost=cost,
+                shared=True,
             )
+
+
+def _run_tcca(run: _Run, points):
+    from ._tcca import TCCA, max_cp_rank
+
+    dims = [X.shape[1] for X in run.views]
+    r_max, _ = max_cp_rank(run.n_fit, dims)
+    _run_path(
+        run,
+        points,
+        r_max,
+        TCCA.fit_path,
+        run.fit_data(range(run.m)),
+        run.row_data(range(run.m)),
+    )
 
 
 def _run_ktcca(run: _Run, points):
@@ -903,25 +926,25 @@ def _run_ktcca(run: _Run, points):
 
     K = [run.kernels(p) for p in range(run.m)]
     N_fit = K[0]["fit"].shape[0]
-    r_max = N_fit  # max_cp_rank(N, [N] * m) for m >= 2
-    for gp in points:
-        for r, capped in run.r_values(r_max):
-            if capped:
-                run.add(None, r=r, r_max=r_max, params=gp)
-                continue
-            with _measure() as cost:
-                est = KTCCA(r, kernel="precomputed", random_state=run.seed, **gp)
-                est.fit([k["fit"] for k in K])
-                # sqrt(N): unit-variance columns like KCCA's (baselines.md section 0).
-                Z = np.sqrt(N_fit) * est.transform([k["rows_fit"] for k in K])
-            run.add(
-                run.ctx.outputs(Z),
-                r=r,
-                r_max=r_max,
-                dim=Z.shape[1],
-                params=gp,
-                cost=_add_costs(cost, *(k["cost"] for k in K)),
-            )
+    kernel_cost = _add_costs(*(k["cost"] for k in K))
+
+    def fit_path(Ks, ranks, **kw):
+        ests = KTCCA.fit_path(Ks, ranks, kernel="precomputed", **kw)
+        for est in ests:  # the kernel matrices were computed by the protocol
+            est.fit_seconds_ += kernel_cost["fit_s"]
+        return ests
+
+    # r_max = max_cp_rank(N, [N] * m) = N; sqrt(N): unit-variance columns like
+    # KCCA's (baselines.md section 0).
+    _run_path(
+        run,
+        points,
+        N_fit,
+        fit_path,
+        [k["fit"] for k in K],
+        [k["rows_fit"] for k in K],
+        scale=np.sqrt(N_fit),
+    )
 
 
 _LAMBDAS = ("lambda1", "lambda2")
