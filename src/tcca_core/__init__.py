@@ -5,8 +5,17 @@ Correlation Analysis for Multi-view Dimension Reduction", IEEE TKDE 2015) with a
 tensor-free engine, plus the paper's baselines, learners and evaluation protocol.
 """
 
-from ._ktcca import KTCCA
-from ._tcca import TCCA, tcca
-
-__all__ = ["KTCCA", "TCCA", "tcca"]
 __version__ = "0.1.0"
+__all__ = ["KTCCA", "TCCA", "tcca", "tcca_path"]
+
+_LAZY = {"KTCCA": "._ktcca", "TCCA": "._tcca", "tcca": "._tcca", "tcca_path": "._tcca"}
+
+
+def __getattr__(name):
+    # Imported on first use: scikit-learn costs seconds, and the data and pipeline
+    # entry points (one process per Snakemake job) often need none of it.
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,38 @@
+# Reproduction pipeline for Luo et al., "Tensor Canonical Correlation Analysis for
+# Multi-view Dimension Reduction", IEEE TKDE 2015. See config/README.md.
+#
+#   snakemake --cores 2                                  # everything the data at hand allows
+#   snakemake --cores 2 --configfile config/quick.yaml   # a first look in a few minutes
+#   snakemake --cores 2 ads                              # one data set (or table_<name>)
+#   snakemake --profile profiles/slurm                   # the same jobs on a SLURM cluster
+#   snakemake --report report.html                       # browsable report
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+report: "workflow/report/workflow.rst"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/fit.smk"
+include: "workflow/rules/report.smk"
+include: "workflow/rules/targets.smk"
+
+
+localrules:
+    all,
+    gather,
+    table,
+    summary,
+
+
+rule all:
+    default_target: True
+    input:
+        final_outputs(),

@@ -1,0 +1,965 @@
+"""Tables, figures and the summary of the reproduction pipeline.
+
+Everything the Snakemake pipeline shows a reader is computed here, so that it can be
+tested without Snakemake; the workflow scripts only read files and call these functions.
+
+Inputs are the tidy result rows of :func:`tcca_core.protocol.run_method` (one row per
+method, split, r and parameter value, with ``val_acc``, ``test_acc``, ``fit_s`` and
+``peak_mb``), gathered per *setting* (one column of a table: a data set with a labeling
+scheme, e.g. SecStr with 84K unlabeled instances, or NUS-WIDE with 4 labeled per
+concept). From them:
+
+- :func:`accuracy_cells` gives the number of every table cell, in both readings of the
+  paper's "accuracy at the best dimension" (see :data:`READINGS`);
+- :func:`accuracy_table` lays the cells out as the paper does, with the paper's number
+  (:data:`PAPER_TABLES`) and the difference next to ours; :func:`write_table` writes
+  it as CSV, Markdown and LaTeX;
+- :func:`cost_by_r` and :func:`cost_at_selected` give fit time and peak memory across r
+  and at the selected r (the paper's cost figures, as numbers);
+- :func:`plot_accuracy` and :func:`plot_cost` draw accuracy, time and memory against r;
+- :func:`provenance` and :func:`build_summary` make ``summary.json``.
+
+Accuracy tables contain no timing, so rerunning the pipeline reproduces them byte for
+byte; timing lives in the separate cost tables.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "METHOD_LABELS",
+    "PAPER_MACHINE",
+    "PAPER_TABLES",
+    "READINGS",
+    "accuracy_cells",
+    "accuracy_curves",
+    "accuracy_notes",
+    "accuracy_table",
+    "build_summary",
+    "cost_at_selected",
+    "cost_by_r",
+    "cost_table",
+    "format_pm",
+    "git_commit",
+    "job_costs",
+    "machine_info",
+    "machine_text",
+    "method_label",
+    "package_versions",
+    "plot_accuracy",
+    "plot_cost",
+    "provenance",
+    "table_record",
+    "to_latex",
+    "to_markdown",
+    "write_table",
+]
+
+# ------------------------------------------------------------------------ methods
+
+#: Display names, in the paper's row order (linear methods, then kernel methods).
+METHOD_LABELS: dict[str, str] = {
+    "bsf": "BSF",
+    "cat": "CAT",
+    "cca_bst": "CCA (BST)",
+    "cca_avg": "CCA (AVG)",
+    "cca_ls": "CCA-LS",
+    "dse": "DSE",
+    "ssmvd": "SSMVD",
+    "tcca": "TCCA",
+    "bsk": "BSK",
+    "avg": "AVG",
+    "kcca_bst": "KCCA (BST)",
+    "kcca_avg": "KCCA (AVG)",
+    "ktcca": "KTCCA",
+}
+
+_ORDER = {m: i for i, m in enumerate(METHOD_LABELS)}
+
+
+def method_label(method: str) -> str:
+    """The paper's name of a method (``"cca_bst"`` -> ``"CCA (BST)"``)."""
+    return METHOD_LABELS.get(method, method)
+
+
+def _ordered(methods) -> list[str]:
+    return sorted(set(methods), key=lambda m: (_ORDER.get(m, len(_ORDER)), m))
+
+
+# ------------------------------------------------------------------ paper numbers
+
+#: The paper's machine for its cost figures (section 5.3).
+PAPER_MACHINE = (
+    "MATLAB R2012b, 2 x 3.33 GHz Intel Xeon (6 cores), 48 GB RAM; memory in megabits"
+)
+
+_NOT_ATTEMPTED = "not attempted"
+
+
+def _cells(text: str) -> dict[str, tuple[float, float] | str]:
+    out: dict[str, tuple[float, float] | str] = {}
+    for line in text.strip().splitlines():
+        method, value = (s.strip() for s in line.split(":"))
+        if value == _NOT_ATTEMPTED:
+            out[method] = _NOT_ATTEMPTED
+        else:
+            mean, std = value.split("+-")
+            out[method] = (float(mean), float(std))
+    return out
+
+
+#: The paper's tables (accuracy in %, mean and std over 5 splits), transcribed from
+#: Luo et al. (2015), Tables 1-4, as in shared/docs/baselines.md section 10. Keys:
+#: table -> column -> method -> (mean, std), or "not attempted". In the SecStr table
+#: BSF and CAT span both columns (one number for 84K and 1.3M).
+PAPER_TABLES: dict[str, dict[str, dict[str, tuple[float, float] | str]]] = {
+    "secstr": {
+        "84K": _cells(
+            """
+            bsf: 57.48 +- 1.90
+            cat: 57.77 +- 2.03
+            cca_bst: 58.78 +- 2.97
+            cca_avg: 60.75 +- 1.92
+            cca_ls: 60.23 +- 1.70
+            dse: 60.15 +- 0.81
+            ssmvd: 61.08 +- 1.58
+            tcca: 62.36 +- 1.27
+            """
+        ),
+        "1.3M": _cells(
+            """
+            bsf: 57.48 +- 1.90
+            cat: 57.77 +- 2.03
+            cca_bst: 59.97 +- 2.46
+            cca_avg: 61.15 +- 1.73
+            cca_ls: 61.32 +- 1.65
+            dse: not attempted
+            ssmvd: not attempted
+            tcca: 64.42 +- 1.70
+            """
+        ),
+    },
+    "ads": {
+        "100": _cells(
+            """
+            bsf: 91.10 +- 1.65
+            cat: 91.08 +- 1.74
+            cca_bst: 92.88 +- 1.11
+            cca_avg: 93.84 +- 0.85
+            cca_ls: 93.17 +- 1.10
+            dse: 93.01 +- 0.96
+            ssmvd: 92.99 +- 0.91
+            tcca: 94.59 +- 0.27
+            """
+        ),
+    },
+    "nuswide_linear": {
+        "4": _cells(
+            """
+            bsf: 17.42 +- 1.37
+            cat: 19.01 +- 1.86
+            cca_bst: 20.77 +- 1.52
+            cca_avg: 21.21 +- 1.47
+            cca_ls: 20.90 +- 1.84
+            dse: 20.02 +- 1.23
+            ssmvd: 21.34 +- 2.08
+            tcca: 22.40 +- 1.96
+            """
+        ),
+        "6": _cells(
+            """
+            bsf: 18.37 +- 1.21
+            cat: 19.07 +- 2.23
+            cca_bst: 21.51 +- 2.38
+            cca_avg: 21.57 +- 2.04
+            cca_ls: 22.31 +- 2.53
+            dse: 21.59 +- 1.13
+            ssmvd: 23.32 +- 1.08
+            tcca: 23.86 +- 1.41
+            """
+        ),
+        "8": _cells(
+            """
+            bsf: 19.96 +- 1.19
+            cat: 20.70 +- 1.44
+            cca_bst: 22.61 +- 1.76
+            cca_avg: 22.61 +- 1.21
+            cca_ls: 23.50 +- 2.48
+            dse: 22.67 +- 0.74
+            ssmvd: 23.79 +- 1.30
+            tcca: 24.11 +- 0.32
+            """
+        ),
+    },
+    "nuswide_kernel": {
+        "4": _cells(
+            """
+            bsk: 17.96 +- 1.29
+            avg: 20.49 +- 1.65
+            kcca_bst: 21.51 +- 2.44
+            kcca_avg: 21.85 +- 1.38
+            ktcca: 24.51 +- 0.78
+            """
+        ),
+        "6": _cells(
+            """
+            bsk: 19.17 +- 2.01
+            avg: 21.73 +- 2.74
+            kcca_bst: 22.58 +- 1.91
+            kcca_avg: 23.13 +- 1.77
+            ktcca: 25.18 +- 0.58
+            """
+        ),
+        "8": _cells(
+            """
+            bsk: 20.04 +- 1.66
+            avg: 22.86 +- 1.87
+            kcca_bst: 23.78 +- 1.57
+            kcca_avg: 24.28 +- 1.04
+            ktcca: 25.74 +- 0.90
+            """
+        ),
+    },
+}
+
+
+def _paper_cell(paper: str | None, column: str | None, method: str):
+    """(mean, std), "not attempted", or None where the paper has no number."""
+    if not paper or not column:
+        return None
+    try:
+        table = PAPER_TABLES[paper]
+    except KeyError:
+        raise KeyError(
+            f"no paper table {paper!r}; known: {sorted(PAPER_TABLES)}"
+        ) from None
+    if column not in table:
+        raise KeyError(
+            f"paper table {paper!r} has no column {column!r}: {sorted(table)}"
+        )
+    return table[column].get(method)
+
+
+# --------------------------------------------------------------------- selection
+
+#: The two readings of "accuracy at the best dimension" (shared/docs/baselines.md §1):
+#: ``val``: per split, the test accuracy at the validation-selected parameters (r
+#: included), then mean and std over splits (primary); ``best_r``: per r, the mean test
+#: accuracy over splits (other parameters chosen on validation), maximised over r.
+READINGS = {
+    "val": "validation-selected (A)",
+    "best_r": "best mean over r (B)",
+}
+
+_BY = ["setting", "method"]
+
+
+def _with_setting(runs: pd.DataFrame) -> pd.DataFrame:
+    if "setting" not in runs.columns:
+        runs = runs.assign(setting="")
+    return runs
+
+
+def _std(values) -> float:
+    values = np.asarray(values, dtype=float)
+    values = values[~np.isnan(values)]
+    return float(np.std(values, ddof=1)) if values.size > 1 else float("nan")
+
+
+def _r_text(rs) -> str:
+    """Selected r values joined with "/" ("" for methods without r)."""
+    return "/".join(str(int(r)) for r in rs if pd.notna(r))
+
+
+def accuracy_curves(runs: pd.DataFrame) -> pd.DataFrame:
+    """Mean and std (ddof=1, over splits) of the test accuracy (%) at each r.
+
+    The other parameters are chosen on validation at each r and split
+    (:func:`tcca_core.protocol.accuracy_by_r`). Methods without a dimension (BSF, CAT,
+    BSK, AVG) get one row with ``r = 0``. Columns: setting, method, r, mean, std,
+    n_splits.
+    """
+    from .protocol import accuracy_by_r
+
+    curve = accuracy_by_r(_with_setting(runs), by=_BY)
+    return pd.DataFrame(
+        {
+            "setting": curve["setting"],
+            "method": curve["method"],
+            "r": curve["r"].astype("Float64").fillna(0).astype(int),
+            "mean": 100.0 * curve["test_acc_mean"].astype(float),
+            "std": 100.0 * curve["test_acc_std"].astype(float),
+            "n_splits": curve["n_splits"].astype(int),
+        }
+    )
+
+
+def accuracy_cells(runs: pd.DataFrame, reading: str = "val") -> pd.DataFrame:
+    """The number of every table cell: one row per (setting, method).
+
+    ``reading`` is ``"val"`` or ``"best_r"`` (see :data:`READINGS`; computed by
+    :func:`tcca_core.protocol.select`). Columns: setting, method, mean, std (ddof=1
+    over splits, in %), n_splits, and r: the selected r of each split joined with "/"
+    ("val") or the best r ("best_r"); empty for methods without r.
+    """
+    if reading not in READINGS:
+        raise ValueError(f"reading must be one of {sorted(READINGS)}, got {reading!r}")
+    from .protocol import select
+
+    sel = select(_with_setting(runs), by=_BY)
+    if reading == "val":
+        mean, std = sel["acc_val_mean"], sel["acc_val_std"]
+        r = sel["r_val"].map(lambda t: _r_text(x for x in t.split(",") if x != "NA"))
+    else:
+        mean, std = sel["acc_best_r_mean"], sel["acc_best_r_std"]
+        r = sel["r_best"].map(lambda x: _r_text([x]))
+    return pd.DataFrame(
+        {
+            "setting": sel["setting"],
+            "method": sel["method"],
+            "mean": 100.0 * mean.astype(float),
+            "std": 100.0 * std.astype(float),
+            "n_splits": sel["n_splits"].astype(int),
+            "r": r,
+        }
+    )
+
+
+# ------------------------------------------------------------------------ tables
+
+
+def format_pm(mean, std, digits: int = 2, pm: str = "±") -> str:
+    """``"62.36 ± 1.27"``; a single split (no std) gives ``"62.36"``."""
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+        return "n/a"
+    text = f"{mean:.{digits}f}"
+    if std is not None and not (isinstance(std, float) and math.isnan(std)):
+        text += f" {pm} {std:.{digits}f}"
+    return text
+
+
+def _format_diff(ours, paper, digits: int = 2) -> str:
+    if ours is None or paper is None or math.isnan(ours):
+        return ""
+    return f"{ours - paper:+.{digits}f}"
+
+
+def accuracy_table(
+    cells: pd.DataFrame,
+    columns: Sequence[Mapping],
+    *,
+    paper: str | None = None,
+    same_as: Mapping[str, Mapping[str, str]] | None = None,
+    digits: int = 2,
+) -> tuple[pd.DataFrame, list[dict]]:
+    """Lay out the cells as the paper's table.
+
+    Parameters
+    ----------
+    cells : DataFrame
+        Output of :func:`accuracy_cells` (for every setting the columns need).
+    columns : sequence of mappings
+        One per table column, with keys ``setting``, ``label`` and optionally
+        ``paper`` (the paper table's column, e.g. ``"84K"``).
+    paper : str, optional
+        Key of :data:`PAPER_TABLES`; without it there are no paper columns.
+    same_as : mapping, optional
+        setting -> {method: other setting}: methods that the setting does not run and
+        whose result is that of the other setting (SecStr 1.3M: BSF and CAT).
+
+    Returns
+    -------
+    table : DataFrame of str
+        One row per method (the paper's order), a ``Method`` column, then per table
+        column: ours (mean ± std), ``r`` (selected r), and with a paper table
+        ``... (paper)`` and ``... diff`` (ours minus paper, percentage points).
+        Methods a setting does not run read "n/a" (the paper's "not attempted" where it
+        says so).
+    records : list of dict
+        The same numbers, machine-readable, one per (method, column).
+    """
+    same_as = same_as or {}
+    lookup = {(r.setting, r.method): r for r in cells.itertuples(index=False)}
+    methods = set(cells["method"])
+    for mapping in same_as.values():
+        methods |= set(mapping)
+    if paper:
+        for col in columns:
+            if col.get("paper"):
+                methods |= set(PAPER_TABLES[paper][col["paper"]])
+    rows, records = [], []
+    for method in _ordered(methods):
+        row = {"Method": method_label(method)}
+        for col in columns:
+            label = col["label"]
+            setting = col["setting"]
+            source = same_as.get(setting, {}).get(method, setting)
+            cell = lookup.get((source, method))
+            ref = _paper_cell(paper, col.get("paper"), method)
+            if cell is not None:
+                ours = format_pm(cell.mean, cell.std, digits)
+            elif ref == _NOT_ATTEMPTED:
+                ours = _NOT_ATTEMPTED
+            else:
+                ours = "not run"
+            row[label] = ours
+            row[f"{label} r"] = cell.r if cell is not None else ""
+            ref_mean = ref[0] if isinstance(ref, tuple) else None
+            if paper:
+                row[f"{label} (paper)"] = (
+                    format_pm(*ref, digits) if isinstance(ref, tuple) else (ref or "")
+                )
+                row[f"{label} diff"] = _format_diff(
+                    cell.mean if cell is not None else None, ref_mean, digits
+                )
+            records.append(
+                {
+                    "method": method,
+                    "column": label,
+                    "setting": setting,
+                    "result_of_setting": source,
+                    "mean": _num(cell.mean) if cell is not None else None,
+                    "std": _num(cell.std) if cell is not None else None,
+                    "n_splits": int(cell.n_splits) if cell is not None else 0,
+                    "r": cell.r if cell is not None else "",
+                    "paper_mean": ref_mean,
+                    "paper_std": ref[1] if isinstance(ref, tuple) else None,
+                    "paper_note": ref if isinstance(ref, str) else None,
+                    "diff": (
+                        _num(cell.mean - ref_mean)
+                        if cell is not None and ref_mean is not None
+                        else None
+                    ),
+                }
+            )
+        rows.append(row)
+    return pd.DataFrame(rows), records
+
+
+def _num(x):
+    """A JSON-safe float (NaN -> None), rounded to drop binary noise."""
+    if x is None:
+        return None
+    x = float(x)
+    return None if math.isnan(x) else round(x, 10)
+
+
+def _escape_md(text: str) -> str:
+    return str(text).replace("|", "\\|")
+
+
+def to_markdown(table: pd.DataFrame, title: str = "", notes: Sequence[str] = ()) -> str:
+    """A GitHub-flavoured Markdown table, with the title above and notes below."""
+    cols = list(table.columns)
+    lines = []
+    if title:
+        lines += [f"**{_escape_md(title)}**", ""]
+    lines.append("| " + " | ".join(_escape_md(c) for c in cols) + " |")
+    lines.append("|" + "|".join(["---"] + ["---:"] * (len(cols) - 1)) + "|")
+    for row in table.itertuples(index=False):
+        lines.append("| " + " | ".join(_escape_md(v) for v in row) + " |")
+    if notes:
+        lines.append("")
+        lines += [f"{n}" for n in notes]
+    return "\n".join(lines) + "\n"
+
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+
+
+def _escape_tex(text) -> str:
+    text = "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
+    return text.replace("±", r"$\pm$")
+
+
+def to_latex(
+    table: pd.DataFrame, title: str = "", label: str = "", notes: Sequence[str] = ()
+) -> str:
+    """A standalone ``table`` environment (booktabs rules, ``$\\pm$`` in the cells)."""
+    cols = list(table.columns)
+    spec = "l" + "r" * (len(cols) - 1)
+    lines = [r"\begin{table}[!t]", r"\centering"]
+    if title:
+        lines.append(r"\caption{" + _escape_tex(title) + "}")
+    if label:
+        lines.append(r"\label{" + label + "}")
+    lines += [
+        r"\begin{tabular}{" + spec + "}",
+        r"\toprule",
+        " & ".join(_escape_tex(c) for c in cols) + r" \\",
+        r"\midrule",
+    ]
+    for row in table.itertuples(index=False):
+        lines.append(" & ".join(_escape_tex(v) for v in row) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    for note in notes:
+        lines.append(r"\par\smallskip{\footnotesize " + _escape_tex(note) + "}")
+    lines.append(r"\end{table}")
+    return "\n".join(lines) + "\n"
+
+
+def write_table(
+    table: pd.DataFrame,
+    *,
+    csv: str | os.PathLike,
+    md: str | os.PathLike | None = None,
+    tex: str | os.PathLike | None = None,
+    title: str = "",
+    label: str = "",
+    notes: Sequence[str] = (),
+) -> None:
+    """Write one table as CSV (UTF-8, no index) and optionally Markdown and LaTeX."""
+    table.to_csv(csv, index=False, lineterminator="\n")
+    if md is not None:
+        Path(md).write_text(to_markdown(table, title, notes), encoding="utf-8")
+    if tex is not None:
+        Path(tex).write_text(to_latex(table, title, label, notes), encoding="utf-8")
+
+
+def accuracy_notes(reading: str, paper: str | None) -> list[str]:
+    """Footnotes that say how to read an accuracy table."""
+    notes = [
+        "Accuracy in %, mean ± std (ddof=1) over the splits; "
+        f"reading: {READINGS[reading]}.",
+        (
+            "r: the validation-selected r of each split."
+            if reading == "val"
+            else "r: the r with the best mean test accuracy."
+        ),
+    ]
+    if paper:
+        notes.append(
+            "paper: Luo et al. (TKDE 2015); diff = ours - paper, in percentage points."
+        )
+    return notes
+
+
+# ------------------------------------------------------------------------ costs
+
+
+def _agg_mean_std(df: pd.DataFrame, keys, value: str):
+    """Mean over the rows, std over the per-split means (ddof=1)."""
+    per_split = df.groupby([*keys, "split"], sort=True)[value].mean().reset_index()
+    g = per_split.groupby(keys, sort=True)[value]
+    return g.mean(), g.agg(_std)
+
+
+def cost_by_r(runs: pd.DataFrame) -> pd.DataFrame:
+    """Fit time (s) and peak memory (MB) per setting, method and r.
+
+    Each value is the mean over the parameter values and splits of one fit at that r;
+    the std is over the splits (ddof=1). Columns: setting, method, r, fit_s, fit_s_std,
+    peak_mb, peak_mb_std, n_splits.
+    """
+    runs = _with_setting(runs).assign(r=lambda d: d["r"].fillna(0).astype(int))
+    keys = ["setting", "method", "r"]
+    fit_mean, fit_std = _agg_mean_std(runs, keys, "fit_s")
+    mem_mean, mem_std = _agg_mean_std(runs, keys, "peak_mb")
+    n = runs.groupby(keys, sort=True)["split"].nunique()
+    out = pd.DataFrame(
+        {
+            "fit_s": fit_mean,
+            "fit_s_std": fit_std,
+            "peak_mb": mem_mean,
+            "peak_mb_std": mem_std,
+            "n_splits": n,
+        }
+    ).reset_index()
+    out["order"] = out["method"].map(lambda m: _ORDER.get(m, len(_ORDER)))
+    return (
+        out.sort_values(["setting", "order", "r"])
+        .drop(columns="order")
+        .reset_index(drop=True)
+    )
+
+
+def cost_at_selected(runs: pd.DataFrame) -> pd.DataFrame:
+    """Fit time and peak memory at each split's validation-selected parameters.
+
+    Columns: setting, method, r (the selected r of each split), fit_s, fit_s_std,
+    peak_mb, peak_mb_std (mean and std over splits).
+    """
+    from .protocol import select_per_split
+
+    sel = select_per_split(_with_setting(runs), by=_BY)
+    out = []
+    for (setting, method), g in sel.groupby(["setting", "method"], sort=True):
+        g = g.sort_values("split")
+        out.append(
+            {
+                "setting": setting,
+                "method": method,
+                "r": _r_text(g["r"]),
+                "fit_s": float(g["fit_s"].mean()),
+                "fit_s_std": _std(g["fit_s"]),
+                "peak_mb": float(g["peak_mb"].mean()),
+                "peak_mb_std": _std(g["peak_mb"]),
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def job_costs(benchmarks: Mapping[tuple[str, str], Sequence[str | os.PathLike]]):
+    """Whole-job wall time (s) and max RSS (MB) from Snakemake ``benchmark:`` files.
+
+    ``benchmarks`` maps (setting, method) to the TSV files of its fit jobs (one per
+    split). Returns one row per (setting, method) with the mean and std over the jobs.
+    """
+    out = []
+    for (setting, method), files in benchmarks.items():
+        frames = [pd.read_csv(f, sep="\t") for f in files]
+        if not frames:
+            continue
+        b = pd.concat(frames, ignore_index=True)
+        rss = pd.to_numeric(b["max_rss"], errors="coerce")
+        out.append(
+            {
+                "setting": setting,
+                "method": method,
+                "job_s": float(b["s"].mean()),
+                "job_s_std": _std(b["s"]),
+                "job_max_rss_mb": float(rss.mean()),
+                "job_max_rss_mb_std": _std(rss.dropna()),
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def cost_table(
+    selected: pd.DataFrame,
+    jobs: pd.DataFrame | None,
+    columns: Sequence[Mapping],
+    *,
+    threads: int | None = None,
+    machine: str = "",
+) -> pd.DataFrame:
+    """The cost table shown to readers: one row per (setting, method).
+
+    Fit time and peak memory at the selected r (measured inside the fit, per r), then
+    whole-job time and max RSS from the benchmark files (imports and data loading
+    included), with the thread count and the machine.
+    """
+    labels = {c["setting"]: c["label"] for c in columns}
+    df = selected.copy()
+    if jobs is not None and len(jobs):
+        df = df.merge(jobs, on=["setting", "method"], how="left")
+    df = df[df["setting"].isin(labels)]
+    df["order_s"] = df["setting"].map(list(labels).index)
+    df["order_m"] = df["method"].map(lambda m: _ORDER.get(m, len(_ORDER)))
+    df = df.sort_values(["order_s", "order_m"])
+    table = pd.DataFrame(
+        {
+            "Setting": df["setting"].map(labels),
+            "Method": df["method"].map(method_label),
+            "r": df["r"],
+            "fit time (s)": [
+                format_pm(m, s, 3) for m, s in zip(df.fit_s, df.fit_s_std, strict=True)
+            ],
+            "peak memory (MB)": [
+                format_pm(m, s, 1)
+                for m, s in zip(df.peak_mb, df.peak_mb_std, strict=True)
+            ],
+        }
+    )
+    if "job_s" in df:
+        table["job time (s)"] = [
+            format_pm(m, s, 1) for m, s in zip(df.job_s, df.job_s_std, strict=True)
+        ]
+        table["job max RSS (MB)"] = [
+            format_pm(m, s, 0)
+            for m, s in zip(df.job_max_rss_mb, df.job_max_rss_mb_std, strict=True)
+        ]
+    table["threads"] = (
+        threads if isinstance(threads, int) else "/".join(map(str, threads or []))
+    )
+    table["machine"] = machine
+    return table.reset_index(drop=True)
+
+
+# ------------------------------------------------------------------------ figures
+
+# One colour and marker per method, the same in every figure; a kernel method looks
+# like its linear counterpart; the baselines without r are dashed grey/black lines.
+_STYLE = {
+    "bsf": ("0.55", ""),
+    "cat": ("0.1", ""),
+    "cca_bst": ("C0", "o"),
+    "cca_avg": ("C1", "s"),
+    "cca_ls": ("C2", "^"),
+    "dse": ("C4", "v"),
+    "ssmvd": ("C5", "D"),
+    "tcca": ("C3", "*"),
+    "bsk": ("0.55", ""),
+    "avg": ("0.1", ""),
+    "kcca_bst": ("C0", "o"),
+    "kcca_avg": ("C1", "s"),
+    "ktcca": ("C3", "*"),
+}
+_MAX_COLS = 3
+
+
+def _draw(ax, method: str, g: pd.DataFrame, value: str, band: str | None = None):
+    """One method's line against r, or a dashed level for a method without r."""
+    color, marker = _STYLE.get(method, ("C9", "x"))
+    label = method_label(method)
+    if (g["r"] > 0).any():
+        g = g[g["r"] > 0].sort_values("r")
+        ax.plot(g["r"], g[value], color=color, marker=marker, markersize=4,
+                linewidth=1.4, label=label)  # fmt: skip
+        if band is not None and g[band].notna().any():
+            ax.fill_between(g["r"], g[value] - g[band], g[value] + g[band],
+                            color=color, alpha=0.12, linewidth=0)  # fmt: skip
+    elif len(g):
+        ax.axhline(float(g[value].iloc[0]), color=color, linestyle="--",
+                   linewidth=1.3, label=label)  # fmt: skip
+
+
+def _figure(n_panels: int, rows_per_panel: int, height: float):
+    """A bare Figure (no pyplot: no global state, no GUI backend) with the panels in
+    blocks of at most three columns; returns (fig, [axes of panel i, top to bottom])."""
+    from matplotlib.figure import Figure
+
+    ncols = min(n_panels, _MAX_COLS)
+    blocks = -(-n_panels // ncols)
+    fig = Figure(
+        figsize=(max(4.4 * ncols, 5.5), height * rows_per_panel * blocks + 1.2),
+        layout="constrained",
+    )
+    grid = fig.subplots(rows_per_panel * blocks, ncols, squeeze=False)
+    panels = []
+    for i in range(blocks * ncols):
+        b, c = divmod(i, ncols)
+        axes = [grid[rows_per_panel * b + k][c] for k in range(rows_per_panel)]
+        if i < n_panels:
+            panels.append(axes)
+        else:
+            for ax in axes:
+                ax.set_visible(False)
+    return fig, panels
+
+
+def _finish(fig, title: str, paths: Sequence[str | os.PathLike]):
+    handles = {}
+    for ax in fig.axes:
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, h)
+    rank = {label: i for i, label in enumerate(METHOD_LABELS.values())}
+    ordered = sorted(handles, key=lambda label: rank.get(label, len(rank)))
+    fig.legend([handles[k] for k in ordered], ordered, loc="outside lower center",
+               ncols=min(len(ordered), 7), fontsize=9, frameon=False)  # fmt: skip
+    if title:
+        fig.suptitle(title, fontsize=10)
+    for path in paths:
+        # No creation date or software version: rerunning gives identical files.
+        meta = (
+            {"Software": None} if str(path).endswith(".png") else {"CreationDate": None}
+        )
+        fig.savefig(path, dpi=150, metadata=meta)
+
+
+def _with_same_as(df: pd.DataFrame, setting: str, same_as) -> pd.DataFrame:
+    """Rows of ``setting``, plus those other settings supply for it (``same_as``)."""
+    parts = [df[df["setting"] == setting]]
+    for method, other in (same_as or {}).get(setting, {}).items():
+        parts.append(df[(df["setting"] == other) & (df["method"] == method)])
+    return pd.concat(parts, ignore_index=True)
+
+
+def plot_accuracy(
+    curves: pd.DataFrame,
+    columns: Sequence[Mapping],
+    paths: Sequence[str | os.PathLike],
+    *,
+    title: str = "",
+    same_as: Mapping[str, Mapping[str, str]] | None = None,
+) -> None:
+    """Accuracy (%) against r: one panel per table column, one line per method.
+
+    Methods without r (BSF, CAT, BSK, AVG) are dashed levels; the band is ± one std over
+    the splits. Written to every path in ``paths`` (PNG, PDF, ...).
+    """
+    fig, panels = _figure(len(columns), 1, 3.4)
+    for (ax,), col in zip(panels, columns, strict=True):
+        sub = _with_same_as(curves, col["setting"], same_as)
+        for method in _ordered(sub["method"]):
+            _draw(ax, method, sub[sub["method"] == method], "mean", band="std")
+        ax.set_xlim(left=0)
+        ax.set_xlabel("dimension of the common subspace r")
+        ax.set_ylabel("test accuracy (%)")
+        ax.set_title(col["label"], fontsize=10)
+        ax.grid(True, alpha=0.3)
+    _finish(fig, title, paths)
+
+
+def plot_cost(
+    costs: pd.DataFrame,
+    columns: Sequence[Mapping],
+    paths: Sequence[str | os.PathLike],
+    *,
+    title: str = "",
+    subtitle: str = "",
+    same_as: Mapping[str, Mapping[str, str]] | None = None,
+) -> None:
+    """Fit time (s, log scale) and peak memory (MB) against r, one pair of panels per
+    table column."""
+    fig, panels = _figure(len(columns), 2, 2.6)
+    for (ax_t, ax_m), col in zip(panels, columns, strict=True):
+        sub = _with_same_as(costs, col["setting"], same_as)
+        for method in _ordered(sub["method"]):
+            g = sub[sub["method"] == method]
+            _draw(ax_t, method, g, "fit_s")
+            _draw(ax_m, method, g, "peak_mb")
+        if len(sub) and (sub["fit_s"] > 0).all():
+            ax_t.set_yscale("log")
+        ax_t.set_title(col["label"], fontsize=10)
+        ax_t.set_ylabel("fit time (s)")
+        ax_m.set_ylabel("peak memory (MB)")
+        ax_m.set_xlabel("dimension of the common subspace r")
+        for ax in (ax_t, ax_m):
+            ax.set_xlim(left=0)
+            ax.grid(True, alpha=0.3)
+    _finish(fig, "\n".join(t for t in (title, subtitle) if t), paths)
+
+
+# ------------------------------------------------------------------ provenance
+
+
+def machine_info() -> dict:
+    """Host, CPU model, logical cores, OS and Python: where the costs were measured."""
+    cpu = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "logical_cores": os.cpu_count(),
+        "system": f"{platform.system()} {platform.release()}",
+        "machine": platform.machine(),
+        "python": sys.version.split()[0],
+    }
+
+
+def machine_text(info: Mapping | None = None) -> str:
+    """One line naming the machine, for table captions."""
+    info = info or machine_info()
+    cpu = info.get("cpu") or info.get("machine")
+    return f"{cpu}, {info.get('logical_cores')} logical cores"
+
+
+_PACKAGES = (
+    "tcca",
+    "numpy",
+    "scipy",
+    "scikit-learn",
+    "pandas",
+    "matplotlib",
+    "tensorly",
+    "snakemake",
+)
+
+
+def package_versions(packages: Sequence[str] = _PACKAGES) -> dict:
+    """Installed versions of the packages the results depend on (None if absent)."""
+    out = {}
+    for name in packages:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def git_commit(path: str | os.PathLike) -> dict:
+    """The commit of the repository holding ``path`` and whether the tree is dirty."""
+
+    def git(*args):
+        return subprocess.run(
+            ["git", *args],
+            cwd=path,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "HEAD")
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": commit, "dirty": dirty}
+
+
+def provenance(config: Mapping, *, repo: str | os.PathLike, threads=None) -> dict:
+    """Config, seed, package versions, git commit, machine and threads of a run."""
+    return {
+        "seed": config.get("seed"),
+        "config": json.loads(json.dumps(config, default=str)),
+        "versions": package_versions(),
+        "git": git_commit(repo),
+        "machine": machine_info(),
+        "threads": threads,
+    }
+
+
+def table_record(
+    name: str,
+    spec: Mapping,
+    records: Mapping[str, list[dict]],
+    *,
+    cost: pd.DataFrame | None = None,
+    threads=None,
+) -> dict:
+    """The machine-readable content of one table (``results/tables/<name>.json``)."""
+    return {
+        "table": name,
+        "title": spec.get("title", ""),
+        "dataset": spec.get("dataset"),
+        "paper_table": spec.get("paper"),
+        "columns": [dict(c) for c in spec.get("columns", [])],
+        "readings": READINGS,
+        "accuracy": records,
+        "cost_at_selected_r": (
+            json.loads(cost.to_json(orient="records")) if cost is not None else []
+        ),
+        "threads": threads,
+    }
+
+
+def build_summary(tables: Sequence[Mapping], prov: Mapping) -> dict:
+    """``summary.json``: every table's numbers plus the provenance of the run."""
+    return {
+        "paper": "Luo et al., Tensor Canonical Correlation Analysis for Multi-view "
+        "Dimension Reduction, IEEE TKDE 2015",
+        "provenance": dict(prov),
+        "paper_machine": PAPER_MACHINE,
+        "tables": {t["table"]: dict(t) for t in tables},
+    }

@@ -1,0 +1,300 @@
+"""The Snakemake pipeline, driven through Snakemake itself.
+
+- ``--lint`` is clean;
+- a dry run of the full configuration lists every fit job of the paper's grid, with no
+  data present (and so does a dry run through the SLURM profile);
+- a bad configuration fails before any job runs, naming the offending key;
+- a tiny end-to-end run on a NUS-WIDE look-alike fixture (.test/) produces every table
+  and figure with the content they claim; rerunning everything gives byte-identical
+  accuracy tables and figures (slow test).
+
+Nothing here reads ../shared: the fixture is generated into a temporary folder.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = shutil.which("snakemake") or shutil.which(
+    "snakemake", path=str(Path(sys.executable).parent)
+)
+
+pytestmark = pytest.mark.skipif(SNAKEMAKE is None, reason="snakemake is not installed")
+
+PM_CELL = re.compile(r"^\d+\.\d\d ± \d+\.\d\d$")
+
+
+def snakemake(*args, cwd=REPO, timeout=600):
+    """Run Snakemake; rules that call `python` get this interpreter."""
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    return subprocess.run(
+        [SNAKEMAKE, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """The "Job stats" table of a (dry) run: rule -> number of jobs."""
+    counts = {}
+    table = output.split("Job stats:", 1)[1]
+    for line in table.splitlines()[3:]:
+        parts = line.split()
+        if len(parts) != 2 or not parts[1].isdigit():
+            break
+        counts[parts[0]] = int(parts[1])
+    return counts
+
+
+def paper_grid(config: dict) -> int:
+    """Fit jobs the configuration asks for: settings x methods x splits."""
+    per_job = 1 if config.get("fit_grain") == "method" else config["n_splits"]
+    total = 0
+    for dataset in config["datasets"].values():
+        for setting in dataset["settings"].values():
+            methods = setting["methods"]
+            if isinstance(methods, str):
+                methods = config["method_sets"][methods]
+            total += len(methods) * per_job
+    return total
+
+
+@pytest.fixture(scope="module")
+def full_config():
+    return yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+
+
+def test_lint():
+    res = snakemake("--lint", "--nolock")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+
+
+def test_full_dry_run_lists_the_papers_grid(tmp_path, full_config):
+    # An empty data root: the grid does not depend on what data are present.
+    res = snakemake(
+        "-n", "--nolock", "--config", f"data_root={tmp_path / 'data'}", "--", "full"
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    counts = job_counts(res.stdout)
+    # SecStr 84K 8 + 1.3M 4 methods, Ads 8, NUS-WIDE 3 x 8 linear + 3 x 5 kernel,
+    # mfeat 3 x 8 linear + 6 x 5 kernel: 113 method-settings, 5 splits each.
+    assert counts["fit"] == paper_grid(full_config) == 565
+    assert counts["splits"] == 18  # one per (data set, setting)
+    assert counts["gather"] == 18
+    assert counts["table"] == len(full_config["tables"]) == 6
+    # every data set is prepared, including SecStr's extra unlabeled set
+    assert counts["prepare_data"] == 5
+
+
+def test_slurm_profile_dry_run(tmp_path, full_config):
+    """The SLURM profile parses and sets resources; one data set keeps the DAG small."""
+    if importlib.util.find_spec("snakemake_executor_plugin_slurm") is None:
+        pytest.skip("snakemake-executor-plugin-slurm is not installed")
+    res = snakemake(
+        "-n",
+        "--nolock",
+        "--profile",
+        "profiles/slurm",
+        "--config",
+        f"data_root={tmp_path / 'data'}",
+        "--",
+        "ads",
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "Using profile profiles/slurm" in res.stdout + res.stderr
+    assert "slurm_account=CHANGE_ME" in res.stdout
+    assert job_counts(res.stdout)["fit"] == 8 * full_config["n_splits"]
+
+
+ADS_LIKE_SETTING = {"learner": "rls", "n_labeled": 10, "methods": "linear_rls"}
+
+
+@pytest.mark.parametrize(
+    ("overlay", "key"),
+    [
+        ({"n_splits": 0}, "n_splits"),
+        (
+            {"datasets": {"ads": {"settings": {"l100": {"methods": "no_such_set"}}}}},
+            "datasets.ads.settings.l100.methods",
+        ),
+        (
+            {"datasets": {"adds": {"settings": {"x": ADS_LIKE_SETTING}}}},
+            "datasets.adds: unknown data set",
+        ),
+    ],
+)
+def test_bad_config_fails_before_any_job(tmp_path, overlay, key):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(overlay))
+    res = snakemake("-n", "--nolock", "--configfile", str(bad))
+    assert res.returncode != 0
+    message = res.stdout + res.stderr
+    assert key in message, message[-3000:]
+    assert "Job stats" not in message
+
+
+# ---------------------------------------------------------------- end to end
+
+
+def _load_fixture_writer():
+    spec = importlib.util.spec_from_file_location(
+        "make_fixture", REPO / ".test" / "make_fixture.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def e2e(tmp_path_factory):
+    """The .test configuration run end to end in a temporary working directory."""
+    work = tmp_path_factory.mktemp("workflow")
+    (work / "config").mkdir()
+    shutil.copy(
+        REPO / ".test" / "config" / "config.yaml", work / "config" / "config.yaml"
+    )
+    _load_fixture_writer().write(work / "mirror")
+    res = snakemake(
+        "-s", str(REPO / "Snakefile"), "--directory", str(work), "--cores", "2"
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+    return work
+
+
+ACCURACY_FILES = [
+    f"results/tables/{t}{s}.{e}"
+    for t in ("nuswide_linear", "nuswide_kernel")
+    for s in ("", "_best_r")
+    for e in ("csv", "md", "tex")
+]
+
+
+def _read_csv(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_e2e_accuracy_tables(e2e):
+    rows = _read_csv(e2e / "results/tables/nuswide_linear.csv")
+    by_method = {r["Method"]: r for r in rows}
+    col = "#labeled = 2"
+    assert list(rows[0]) == ["Method", col, f"{col} r", f"{col} (paper)", f"{col} diff"]
+    # the paper's rows in the paper's order; ours where configured
+    assert [r["Method"] for r in rows] == [
+        "BSF", "CAT", "CCA (BST)", "CCA (AVG)", "CCA-LS", "DSE", "SSMVD", "TCCA",
+    ]  # fmt: skip
+    for method in ("BSF", "TCCA"):
+        assert PM_CELL.match(by_method[method][col]), by_method[method]
+        ours = float(by_method[method][col].split(" ± ")[0])
+        paper = float(by_method[method][f"{col} (paper)"].split(" ± ")[0])
+        assert float(by_method[method][f"{col} diff"]) == pytest.approx(
+            ours - paper, abs=0.011
+        )
+    assert by_method["BSF"][f"{col} (paper)"] == "17.42 ± 1.37"  # Table 3, 4 labeled
+    assert by_method["CAT"][col] == "not run"
+    # r: the validation-selected r of each of the 2 splits, from the grid {2, 4}
+    assert re.fullmatch(r"[24]/[24]", by_method["TCCA"][f"{col} r"])
+    assert by_method["BSF"][f"{col} r"] == ""
+
+    kernel = {
+        r["Method"]: r for r in _read_csv(e2e / "results/tables/nuswide_kernel.csv")
+    }
+    assert kernel["KTCCA"][f"{col} (paper)"] == "24.51 ± 0.78"
+    assert PM_CELL.match(kernel["KTCCA"][col]) and kernel["AVG"][col] == "not run"
+
+    best = {
+        r["Method"]: r
+        for r in _read_csv(e2e / "results/tables/nuswide_linear_best_r.csv")
+    }
+    assert re.fullmatch(r"[24]", best["TCCA"][f"{col} r"])
+
+    md = (e2e / "results/tables/nuswide_linear.md").read_text()
+    assert "| Method |" in md and "| TCCA | " + by_method["TCCA"][col] in md
+    tex = (e2e / "results/tables/nuswide_linear.tex").read_text()
+    assert r"\begin{tabular}" in tex and r"$\pm$" in tex and r"\#labeled" in tex
+
+
+def test_e2e_cost_tables(e2e):
+    rows = _read_csv(e2e / "results/tables/nuswide_linear_cost.csv")
+    assert {r["Method"] for r in rows} == {"BSF", "TCCA"}
+    for r in rows:
+        assert float(r["fit time (s)"].split(" ± ")[0]) >= 0
+        assert float(r["job time (s)"].split(" ± ")[0]) > 0
+        assert r["threads"] == "1" and r["machine"]
+    by_r = _read_csv(e2e / "results/tables/nuswide_linear_cost_by_r.csv")
+    assert {(r["method"], r["r"]) for r in by_r if r["method"] == "tcca"} == {
+        ("tcca", "2"),
+        ("tcca", "4"),
+    }
+    assert all(float(r["peak_mb"]) >= 0 for r in by_r)
+
+
+def test_e2e_figures(e2e):
+    for table in ("nuswide_linear", "nuswide_kernel"):
+        for kind in ("accuracy", "cost"):
+            png = (e2e / f"results/figures/{table}_{kind}.png").read_bytes()
+            pdf = (e2e / f"results/figures/{table}_{kind}.pdf").read_bytes()
+            assert png.startswith(b"\x89PNG") and len(png) > 10_000
+            assert pdf.startswith(b"%PDF") and len(pdf) > 5_000
+
+
+def test_e2e_summary_json(e2e):
+    summary = json.loads((e2e / "results/summary.json").read_text())
+    assert set(summary["tables"]) == {"nuswide_linear", "nuswide_kernel"}
+    prov = summary["provenance"]
+    assert prov["seed"] == 0 and prov["config"]["n_splits"] == 2
+    assert prov["versions"]["numpy"] and prov["versions"]["snakemake"]
+    assert "commit" in prov["git"] and prov["machine"]["logical_cores"] >= 1
+    # every number of the CSV is in the JSON
+    records = summary["tables"]["nuswide_linear"]["accuracy"]["val"]
+    rows = {
+        r["Method"]: r for r in _read_csv(e2e / "results/tables/nuswide_linear.csv")
+    }
+    tcca = next(r for r in records if r["method"] == "tcca")
+    assert f"{tcca['mean']:.2f} ± {tcca['std']:.2f}" == rows["TCCA"]["#labeled = 2"]
+    assert tcca["paper_mean"] == 22.40 and tcca["n_splits"] == 2
+
+
+def test_e2e_logs_and_benchmarks(e2e):
+    assert (e2e / "logs/fit/nuswide/linear2/tcca/splitall.log").stat().st_size > 0
+    bench = (
+        e2e / "results/benchmarks/fit/nuswide/linear2/tcca/splitall.tsv"
+    ).read_text()
+    assert bench.split("\t")[0] == "s" and "max_rss" in bench
+
+
+@pytest.mark.slow
+def test_e2e_rerun_is_deterministic(e2e):
+    """Everything again, fits included: identical accuracy tables and figures."""
+    files = ACCURACY_FILES + [
+        f"results/figures/{t}_accuracy.{e}"
+        for t in ("nuswide_linear", "nuswide_kernel")
+        for e in ("png", "pdf")
+    ]
+    before = {f: (e2e / f).read_bytes() for f in files}
+    res = snakemake(
+        "-s", str(REPO / "Snakefile"), "--directory", str(e2e), "--cores", "2",
+        "--forceall",
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    for f, content in before.items():
+        assert (e2e / f).read_bytes() == content, f

@@ -1,0 +1,56 @@
+# Splits, one fit job per dataset x setting x method x split (looping over r inside),
+# and the per-setting gather of the fit results.
+
+
+rule splits:
+    input:
+        data=dataset_input,
+    output:
+        splits="results/splits/{dataset}/{setting}.json",
+    log:
+        "logs/splits/{dataset}/{setting}.log",
+    benchmark:
+        "results/benchmarks/splits/{dataset}/{setting}.tsv"
+    conda:
+        "../envs/tcca.yaml"
+    params:
+        cfg=split_params,
+    message:
+        "Drawing {params.cfg[n_splits]} labeled/validation/test splits for {wildcards.dataset}/{wildcards.setting}"
+    script:
+        "../scripts/make_splits.py"
+
+
+rule fit:
+    input:
+        unpack(data_inputs),
+        splits=rules.splits.output.splits,
+    output:
+        fit="results/fits/{dataset}/{setting}/{method}/split{split}.csv",
+    log:
+        "logs/fit/{dataset}/{setting}/{method}/split{split}.log",
+    benchmark:
+        "results/benchmarks/fit/{dataset}/{setting}/{method}/split{split}.tsv"
+    conda:
+        "../envs/tcca.yaml"
+    params:
+        cfg=fit_params,
+    message:
+        "Fitting {wildcards.method} on {wildcards.dataset}/{wildcards.setting}, split(s) {wildcards.split}, over the r grid"
+    script:
+        "../scripts/fit.py"
+
+
+rule gather:
+    input:
+        fits=setting_fits,
+    output:
+        runs="results/runs/{dataset}/{setting}.csv",
+    log:
+        "logs/gather/{dataset}/{setting}.log",
+    benchmark:
+        "results/benchmarks/gather/{dataset}/{setting}.tsv"
+    message:
+        "Gathering the fits of {wildcards.dataset}/{wildcards.setting}"
+    run:
+        gather_fits(input.fits, output.runs, log[0])

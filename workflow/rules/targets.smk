@@ -1,0 +1,25 @@
+# Named targets: one per data set (`snakemake --cores N ads`), one per table
+# (`snakemake --cores N table_ads`), and `full` (every data set, available or not; used
+# for the dry run of the paper's whole grid). They run nothing themselves.
+
+for _dataset in DATASETS:
+
+    rule:
+        name:
+            _dataset
+        input:
+            table_outputs(tables_of([_dataset])),
+
+
+for _table in TABLES:
+
+    rule:
+        name:
+            f"table_{_table}"
+        input:
+            table_outputs([_table]),
+
+
+rule full:
+    input:
+        table_outputs(TABLES),
