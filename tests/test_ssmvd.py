@@ -5,6 +5,9 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.linalg import subspace_angles
 from scipy.optimize import minimize
@@ -118,7 +121,15 @@ def prox_numerical(v, t1, t2):
 
 @pytest.mark.parametrize(
     ("t1", "t2"),
-    [(0.0, 0.0), (0.3, 0.0), (0.0, 0.3), (0.2, 0.3), (0.05, 1.0), (0.5, 0.5), (0.0, 5.0)],
+    [
+        (0.0, 0.0),
+        (0.3, 0.0),
+        (0.0, 0.3),
+        (0.2, 0.3),
+        (0.05, 1.0),
+        (0.5, 0.5),
+        (0.0, 5.0),
+    ],
 )
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_tree_prox_is_the_exact_minimiser(t1, t2, seed):
@@ -134,6 +145,23 @@ def test_tree_prox_is_the_exact_minimiser(t1, t2, seed):
     # No small perturbation improves on w (for a convex f: a global minimum).
     deltas = np.random.default_rng(seed + 10).standard_normal((200, 7)) * 1e-4
     assert all(prox_objective(w + d, v, t1, t2) >= f - 1e-14 for d in deltas)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    v=arrays(np.float64, 7, elements=st.floats(-3, 3)),
+    t1=st.floats(0, 1),
+    t2=st.floats(0, 1),
+    seed=st.integers(0, 2**16),
+)
+def test_tree_prox_is_a_local_hence_global_minimum(v, t1, t2, seed):
+    """The prox objective is convex: no direction may decrease it at the output."""
+    w = prox_tree(v[None], BLOCKS, t1, t2)[0]
+    f = prox_objective(w, v, t1, t2)
+    d = np.random.default_rng(seed).standard_normal((50, 7))
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    for step in (1e-3, 1e-5):
+        assert all(prox_objective(w + step * di, v, t1, t2) >= f - 1e-12 for di in d)
 
 
 def test_prox_zeroes_whole_views_and_rows():

@@ -89,6 +89,7 @@ algorithm. NIPS 2001 (normalised affinity).
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from numbers import Integral
 
@@ -423,6 +424,7 @@ def view_patterns(
     rng = check_random_state(random_state)
     patterns, infos = [], []
     for p, X in enumerate(views):
+        t0 = time.perf_counter()
         T, reduced = pca_scores(X, pca_components, rng)
         if view_embedding == "pca":
             A, _ = _orthonormal_basis(T)
@@ -456,6 +458,13 @@ def view_patterns(
                 n_bridges=n_bridges,
                 eigenvalues=lam,
             )
+        logger.info(
+            "view %d: %s pattern %s in %.1f s",
+            p,
+            view_embedding,
+            A.shape,
+            time.perf_counter() - t0,
+        )
         logger.debug("view %d: %s", p, info)
         patterns.append(A)
         infos.append(info)
@@ -791,13 +800,12 @@ class DSE(_TransductiveViewsMixin, BaseEstimator):
         if self.view_embedding == "pca":
             # One SVD serves every r and the solutions are nested: the entries are
             # column slices (views) of one (N, r_max) array, so memory is N r_max.
-            feasible = []
-            for r, basis in consensus_bases(
-                patterns, infos, r_values, "pca", strict=False
-            ):
-                feasible.append(r)
-            Z = np.sqrt(N) * basis.top(feasible[-1])
-            out = {r: Z[:, :r] for r in feasible}
+            feasible = list(
+                consensus_bases(patterns, infos, r_values, "pca", strict=False)
+            )
+            basis = feasible[-1][1]
+            Z = np.sqrt(N) * basis.top(feasible[-1][0])
+            out = {r: Z[:, :r] for r, _ in feasible}
         else:
             for r, basis in consensus_bases(
                 patterns, infos, r_values, "spectral", strict=False
