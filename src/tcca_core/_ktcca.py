@@ -25,7 +25,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._als import init_factors
 from ._tcca import _check_params, as_generator, max_cp_rank
-from ._tensors import MomentEngine, WhitenedView
+from ._tensors import MomentEngine, WhitenedView, correlations
 from ._validation import check_eps, check_n_components, check_views
 from .kernels import ViewKernel, center_cross_kernel, center_kernel
 
@@ -223,9 +223,6 @@ class KTCCA(TransformerMixin, BaseEstimator):
                 r, init=start, max_iter=max_iter, tol=tol, rng=rng
             )
             previous = [factors[0] * weights, *factors[1:]]
-            H = np.ones((N, r))
-            for v, B in zip(wviews, factors, strict=True):
-                H *= v.dot(B)
             est = cls(r, **params)
             est.kernels_, est.center_stats_, est._L = vkernels, stats_all, Ls
             est.factors_ = factors
@@ -234,7 +231,7 @@ class KTCCA(TransformerMixin, BaseEstimator):
                 for L, B in zip(Ls, factors, strict=True)
             ]
             est.weights_ = weights
-            est.correlations_ = H.mean(axis=0)
+            est.correlations_ = correlations(wviews, factors)
             est.n_iter_ = info["n_iter"]
             est.converged_ = info["converged"]
             est.reconstruction_errors_ = info["errors"]

@@ -23,7 +23,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._als import init_factors
 from ._linalg import column_mean, covariance, inv_sqrt_psd
-from ._tensors import MomentEngine, WhitenedView
+from ._tensors import MomentEngine, WhitenedView, correlations
 from ._validation import (
     check_eps,
     check_n_components,
@@ -140,17 +140,14 @@ def tcca_path(
             r, init=start, max_iter=max_iter, tol=tol, rng=rng
         )
         previous = [factors[0] * weights, *factors[1:]]
-        # rho_k of the projected training data (Theorem 1), exact for every k.
-        H = np.ones((N, r))
-        for v, U in zip(wviews, factors, strict=True):
-            H *= v.dot(U)
         out[r] = {
             "means": means,
             "whiteners": whiteners,
             "factors": factors,
             "projections": [W @ U for W, U in zip(whiteners, factors, strict=True)],
             "weights": weights,
-            "correlations": H.mean(axis=0),
+            # rho_k of the projected training data (Theorem 1), exact for every k.
+            "correlations": correlations(wviews, factors),
             # Own ALS plus the shared whitening; the lazy build of M (or ||M||^2)
             # falls in the first rank's share.
             "fit_seconds": setup_s + perf_counter() - t_rank,

@@ -768,8 +768,10 @@ def _finish(fig, title: str, paths: Sequence[str | os.PathLike]):
             handles.setdefault(label, h)
     rank = {label: i for i, label in enumerate(METHOD_LABELS.values())}
     ordered = sorted(handles, key=lambda label: rank.get(label, len(rank)))
+    # About 1.3 inches per entry, so that the legend never overflows the figure.
+    ncols = min(len(ordered), max(2, int(fig.get_figwidth() // 1.3)))
     fig.legend([handles[k] for k in ordered], ordered, loc="outside lower center",
-               ncols=min(len(ordered), 7), fontsize=9, frameon=False)  # fmt: skip
+               ncols=ncols, fontsize=9, frameon=False)  # fmt: skip
     if title:
         fig.suptitle(title, fontsize=10)
     for path in paths:
