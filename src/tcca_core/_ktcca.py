@@ -23,8 +23,7 @@ import scipy.linalg as sla
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 
-from ._als import init_factors
-from ._tcca import _check_params, as_generator, max_cp_rank
+from ._tcca import _check_params, max_cp_rank
 from ._tensors import MomentEngine, WhitenedView, correlations
 from ._validation import check_eps, check_n_components, check_views
 from .kernels import ViewKernel, center_cross_kernel, center_kernel
@@ -201,28 +200,16 @@ class KTCCA(TransformerMixin, BaseEstimator):
             wviews.append(WhitenedView(Y))
         engine = MomentEngine.choose(wviews, max(ranks), proto.algorithm)
         setup_s = perf_counter() - t_setup
+        fits = engine.path(
+            ranks,
+            init=proto.init,
+            warm_start=warm_start,
+            random_state=proto.random_state,
+            max_iter=max_iter,
+            tol=tol,
+        )
         fitted: dict[int, KTCCA] = {}
-        previous = None
-        order = sorted(set(ranks)) if warm_start else list(dict.fromkeys(ranks))
-        rng = as_generator(proto.random_state)
-        for r in order:
-            t_rank = perf_counter()
-            if not warm_start and not isinstance(
-                proto.random_state, np.random.Generator
-            ):
-                rng = as_generator(proto.random_state)
-            start = proto.init
-            if warm_start and previous is not None:
-                fresh = init_factors(engine.mttkrp, engine.dims, r, proto.init, rng)
-                k = previous[0].shape[1]
-                start = [
-                    np.hstack([U, F[:, k:]])
-                    for U, F in zip(previous, fresh, strict=True)
-                ]
-            weights, factors, info = engine.decompose(
-                r, init=start, max_iter=max_iter, tol=tol, rng=rng
-            )
-            previous = [factors[0] * weights, *factors[1:]]
+        for r, (weights, factors, info, seconds) in fits.items():
             est = cls(r, **params)
             est.kernels_, est.center_stats_, est._L = vkernels, stats_all, Ls
             est.factors_ = factors
@@ -240,7 +227,7 @@ class KTCCA(TransformerMixin, BaseEstimator):
             est.n_train_ = N
             # Own ALS plus the shared kernels and Cholesky factors; the lazy
             # ||S||^2 (or S itself) falls in the first rank's share.
-            est.fit_seconds_ = setup_s + perf_counter() - t_rank
+            est.fit_seconds_ = setup_s + seconds
             if not est.converged_ and tol > 0:
                 warnings.warn(
                     f"KTCCA: ALS stopped after max_iter={est.n_iter_} sweeps "

@@ -13,7 +13,6 @@ and the projected data are Z_p = X_p C~_pp^(-1/2) U_p (eq. 4.11).
 from __future__ import annotations
 
 import warnings
-from numbers import Integral
 from time import perf_counter
 
 import numpy as np
@@ -21,7 +20,6 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 
-from ._als import init_factors
 from ._linalg import column_mean, covariance, inv_sqrt_psd
 from ._tensors import MomentEngine, WhitenedView, correlations
 from ._validation import (
@@ -32,22 +30,9 @@ from ._validation import (
     check_views,
 )
 
-__all__ = ["TCCA", "tcca", "tcca_path", "max_cp_rank", "as_generator"]
+__all__ = ["TCCA", "tcca", "tcca_path", "max_cp_rank"]
 
 ALGORITHMS = ("auto", "dense", "implicit", "tensorly")
-
-
-def as_generator(random_state) -> np.random.Generator:
-    """A numpy Generator from None, an int, a Generator or a RandomState."""
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(2**32 - 1))
-    if random_state is None or isinstance(random_state, Integral):
-        return np.random.default_rng(random_state)
-    raise ValueError(
-        f"random_state must be None, an int or a numpy Generator, got {random_state!r}"
-    )
 
 
 def max_cp_rank(N: int, dims) -> tuple[int, str]:
@@ -119,27 +104,16 @@ def tcca_path(
     ]
     engine = MomentEngine.choose(wviews, max(ranks), algorithm)
     setup_s = perf_counter() - t_setup
-    out: dict[int, dict] = {}
-    previous = None
-    order = sorted(set(ranks)) if warm_start else list(dict.fromkeys(ranks))
-    rng = as_generator(random_state)
-    for r in order:
-        t_rank = perf_counter()
-        # A fresh generator per rank makes entry i equal a standalone fit; a
-        # Generator passed in cannot be re-seeded and is used in turn.
-        if not warm_start and not isinstance(random_state, np.random.Generator):
-            rng = as_generator(random_state)
-        start = init
-        if warm_start and previous is not None:
-            fresh = init_factors(engine.mttkrp, dims, r, init, rng)
-            k = previous[0].shape[1]
-            start = [
-                np.hstack([U, F[:, k:]]) for U, F in zip(previous, fresh, strict=True)
-            ]
-        weights, factors, info = engine.decompose(
-            r, init=start, max_iter=max_iter, tol=tol, rng=rng
-        )
-        previous = [factors[0] * weights, *factors[1:]]
+    fits = engine.path(
+        ranks,
+        init=init,
+        warm_start=warm_start,
+        random_state=random_state,
+        max_iter=max_iter,
+        tol=tol,
+    )
+    out = {}
+    for r, (weights, factors, info, seconds) in fits.items():
         out[r] = {
             "means": means,
             "whiteners": whiteners,
@@ -150,7 +124,7 @@ def tcca_path(
             "correlations": correlations(wviews, factors),
             # Own ALS plus the shared whitening; the lazy build of M (or ||M||^2)
             # falls in the first rank's share.
-            "fit_seconds": setup_s + perf_counter() - t_rank,
+            "fit_seconds": setup_s + seconds,
             **info,
         }
     return [out[r] for r in ranks]

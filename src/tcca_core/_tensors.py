@@ -412,6 +412,52 @@ class MomentEngine:
         }
         return weights, factors, info
 
+    def path(
+        self,
+        ranks: Sequence[int],
+        *,
+        init,
+        warm_start: bool,
+        random_state,
+        max_iter: int,
+        tol: float,
+    ) -> dict[int, tuple]:
+        """Decompose M at every rank; ``{r: (weights, factors, info, seconds)}``.
+
+        Without ``warm_start`` each rank starts from a generator seeded afresh with
+        an int ``random_state``, so it equals a standalone fit (a Generator passed in
+        cannot be re-seeded and is used in turn). With ``warm_start`` the ranks are
+        visited in increasing order, each starting from the previous solution plus
+        the next ``init`` columns.
+        """
+        from time import perf_counter
+
+        from ._als import init_factors
+        from ._validation import as_generator
+
+        out = {}
+        previous = None
+        order = sorted(set(ranks)) if warm_start else list(dict.fromkeys(ranks))
+        rng = as_generator(random_state)
+        for r in order:
+            t = perf_counter()
+            if not warm_start and not isinstance(random_state, np.random.Generator):
+                rng = as_generator(random_state)
+            start = init
+            if warm_start and previous is not None:
+                fresh = init_factors(self.mttkrp, self.dims, r, init, rng)
+                k = previous[0].shape[1]
+                start = [
+                    np.hstack([U, F[:, k:]])
+                    for U, F in zip(previous, fresh, strict=True)
+                ]
+            weights, factors, info = self.decompose(
+                r, init=start, max_iter=max_iter, tol=tol, rng=rng
+            )
+            previous = [factors[0] * weights, *factors[1:]]
+            out[r] = (weights, factors, info, perf_counter() - t)
+        return out
+
 
 def decompose(
     views: Sequence[WhitenedView],

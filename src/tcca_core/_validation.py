@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = [
+    "as_generator",
     "check_views",
     "check_eps",
     "check_n_components",
@@ -154,3 +155,16 @@ def check_n_components(n_components, r_max: int, why: str) -> int:
             f"n_components={r} is too large: at most {r_max} is allowed ({why})"
         )
     return r
+
+
+def as_generator(random_state) -> np.random.Generator:
+    """A numpy Generator from None, an int, a Generator or a RandomState."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(2**32 - 1))
+    if random_state is None or isinstance(random_state, Integral):
+        return np.random.default_rng(random_state)
+    raise ValueError(
+        f"random_state must be None, an int or a numpy Generator, got {random_state!r}"
+    )
