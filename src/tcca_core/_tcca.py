@@ -268,9 +268,10 @@ class TCCA(TransformerMixin, BaseEstimator):
     def fit_path(cls, views, ranks, *, warm_start: bool = False, **params):
         """Fitted estimators for each of ``ranks``, sharing the whitening and M.
 
-        ``params`` are the constructor's (without ``n_components``). See
+        ``params`` are the constructor's; ``n_components`` among them is ignored. See
         :func:`tcca_path` for what ``warm_start`` changes.
         """
+        params = {k: v for k, v in params.items() if k != "n_components"}
         est = cls(**params)
         outs = tcca_path(
             views,
