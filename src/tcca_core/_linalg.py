@@ -9,7 +9,14 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["column_mean", "covariance", "cross_covariance", "inv_sqrt_psd"]
+__all__ = [
+    "LinearProjectionMixin",
+    "column_mean",
+    "covariance",
+    "cross_covariance",
+    "inv_sqrt_psd",
+    "project",
+]
 
 
 def column_mean(X) -> np.ndarray:
@@ -52,3 +59,34 @@ def inv_sqrt_psd(C: np.ndarray, eps: float) -> np.ndarray:
             "or linearly dependent columns); use eps > 0"
         )
     return (V / np.sqrt(s)) @ V.T
+
+
+def project(X, mean, W) -> np.ndarray:
+    """(X - mean) @ W without densifying a sparse X."""
+    if sp.issparse(X):
+        return np.asarray(X @ W) - mean @ W
+    return (X - mean) @ W
+
+
+class LinearProjectionMixin:
+    """``transform`` of the linear multi-view methods (TCCA, CCA, CCA-LS).
+
+    Needs the fitted ``means_``, ``projections_`` (W_p) and ``n_features_in_``.
+    """
+
+    def transform(self, views, per_view: bool = False):
+        """[Z_1 ... Z_k] with Z_p = (X_p - mean_p) W_p, stacked or as a list."""
+        from sklearn.utils.validation import check_is_fitted
+
+        from ._validation import check_views
+
+        check_is_fitted(self, "projections_")
+        views = check_views(views, min_samples=1, n_features=self.n_features_in_)
+        Z = [
+            project(X, mu, W)
+            for X, mu, W in zip(views, self.means_, self.projections_, strict=True)
+        ]
+        return Z if per_view else np.hstack(Z)
+
+    def fit_transform(self, views, y=None, per_view: bool = False):
+        return self.fit(views).transform(views, per_view=per_view)

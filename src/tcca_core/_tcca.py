@@ -16,11 +16,10 @@ import warnings
 from time import perf_counter
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 
-from ._linalg import column_mean, covariance, inv_sqrt_psd
+from ._linalg import LinearProjectionMixin, column_mean, covariance, inv_sqrt_psd
 from ._tensors import MomentEngine, WhitenedView, correlations
 from ._validation import (
     check_eps,
@@ -141,7 +140,7 @@ def tcca(views, n_components: int, **kwargs) -> dict:
     return tcca_path(views, [n_components], **kwargs)[0]
 
 
-class TCCA(TransformerMixin, BaseEstimator):
+class TCCA(LinearProjectionMixin, TransformerMixin, BaseEstimator):
     """Tensor canonical correlation analysis for m >= 2 views.
 
     Parameters
@@ -287,25 +286,3 @@ class TCCA(TransformerMixin, BaseEstimator):
         return [
             cls(r, **params)._set_fitted(o) for r, o in zip(ranks, outs, strict=True)
         ]
-
-    def transform(self, views, per_view: bool = False):
-        """Project views: [Z_1 ... Z_m] of shape (n_samples, m r), or a list."""
-        from sklearn.utils.validation import check_is_fitted
-
-        check_is_fitted(self, "projections_")
-        views = check_views(views, min_samples=1, n_features=self.n_features_in_)
-        Z = [
-            _project(X, mu, W)
-            for X, mu, W in zip(views, self.means_, self.projections_, strict=True)
-        ]
-        return Z if per_view else np.hstack(Z)
-
-    def fit_transform(self, views, y=None, per_view: bool = False):
-        return self.fit(views).transform(views, per_view=per_view)
-
-
-def _project(X, mean, W) -> np.ndarray:
-    """(X - mean) @ W without densifying a sparse X."""
-    if sp.issparse(X):
-        return np.asarray(X @ W) - mean @ W
-    return (X - mean) @ W

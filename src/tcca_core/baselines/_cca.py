@@ -26,12 +26,17 @@ from __future__ import annotations
 from itertools import combinations
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.extmath import svd_flip
 from sklearn.utils.validation import check_is_fitted
 
-from .._linalg import column_mean, covariance, cross_covariance, inv_sqrt_psd
+from .._linalg import (
+    LinearProjectionMixin,
+    column_mean,
+    covariance,
+    cross_covariance,
+    inv_sqrt_psd,
+)
 from .._validation import check_eps, check_n_components, check_views
 from ..kernels import ViewKernel, center_cross_kernel, center_kernel
 
@@ -55,13 +60,6 @@ def _check_two_views(views, name: str, **kw) -> list:
             "views (CCA (BST)/(AVG) in tcca_core.protocol) or use CCALS for m views"
         )
     return views
-
-
-def _project(X, mean, W) -> np.ndarray:
-    """(X - mean) @ W without densifying a sparse X."""
-    if sp.issparse(X):
-        return np.asarray(X @ W) - mean @ W
-    return (X - mean) @ W
 
 
 def cca(views, n_components: int | None = None, *, eps: float = 1e-2) -> dict:
@@ -103,7 +101,7 @@ def cca(views, n_components: int | None = None, *, eps: float = 1e-2) -> dict:
     }
 
 
-class CCA(TransformerMixin, BaseEstimator):
+class CCA(LinearProjectionMixin, TransformerMixin, BaseEstimator):
     """Regularized two-view CCA (Foster, Johnson, Kakade & Zhang 2008).
 
     Maximizes h_p^T C_pq h_q subject to h_p^T (C_pp + eps I) h_p = 1 and
@@ -168,19 +166,6 @@ class CCA(TransformerMixin, BaseEstimator):
         self.r_max_ = out["r_max"]
         self.n_features_in_ = [W.shape[0] for W in self.projections_]
         return self
-
-    def transform(self, views, per_view: bool = False):
-        """[X_p W_p, X_q W_q] of shape (n_samples, 2 r), or the list of the two."""
-        check_is_fitted(self, "projections_")
-        views = check_views(views, min_samples=1, n_features=self.n_features_in_)
-        Z = [
-            _project(X, mu, W)
-            for X, mu, W in zip(views, self.means_, self.projections_, strict=True)
-        ]
-        return Z if per_view else np.hstack(Z)
-
-    def fit_transform(self, views, y=None, per_view: bool = False):
-        return self.fit(views).transform(views, per_view=per_view)
 
 
 def _kernel_root(K: np.ndarray, eps: float):

@@ -29,9 +29,8 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted
 
-from .._linalg import column_mean, covariance
+from .._linalg import LinearProjectionMixin, column_mean, covariance, project
 from .._validation import (
     check_eps,
     check_n_components,
@@ -39,7 +38,7 @@ from .._validation import (
     check_tol,
     check_views,
 )
-from ._cca import _numerical_rank, _project
+from ._cca import _numerical_rank
 
 __all__ = ["CCALS", "cca_ls", "cca_ls_iterative"]
 
@@ -169,7 +168,7 @@ def cca_ls_iterative(
     def regressions(H):
         """(M-1) g_k for every view, stacked: C~_kk^(-1) sum_{l != k} C_kl h_l."""
         Z = [
-            _project(X, mu, H[b]) for X, mu, b in zip(views, means, blocks, strict=True)
+            project(X, mu, H[b]) for X, mu, b in zip(views, means, blocks, strict=True)
         ]
         total = sum(Z)
         steps = []
@@ -201,7 +200,7 @@ def cca_ls_iterative(
     }
 
 
-class CCALS(TransformerMixin, BaseEstimator):
+class CCALS(LinearProjectionMixin, TransformerMixin, BaseEstimator):
     """CCA-LS (Via et al. 2007): multi-view CCA as coupled least squares.
 
     Solves R~ h = lambda D~ h for the top r eigenpairs (see the module docstring)
@@ -250,16 +249,3 @@ class CCALS(TransformerMixin, BaseEstimator):
         self.r_max_ = out["r_max"]
         self.n_features_in_ = [H.shape[0] for H in self.projections_]
         return self
-
-    def transform(self, views, per_view: bool = False):
-        """[X_1 H_1, ..., X_M H_M] of shape (n_samples, M r), or the list."""
-        check_is_fitted(self, "projections_")
-        views = check_views(views, min_samples=1, n_features=self.n_features_in_)
-        Z = [
-            _project(X, mu, H)
-            for X, mu, H in zip(views, self.means_, self.projections_, strict=True)
-        ]
-        return Z if per_view else np.hstack(Z)
-
-    def fit_transform(self, views, y=None, per_view: bool = False):
-        return self.fit(views).transform(views, per_view=per_view)
