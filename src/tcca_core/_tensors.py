@@ -457,18 +457,3 @@ class MomentEngine:
             previous = [factors[0] * weights, *factors[1:]]
             out[r] = (weights, factors, info, perf_counter() - t)
         return out
-
-
-def decompose(
-    views: Sequence[WhitenedView],
-    rank: int,
-    *,
-    algorithm: str,
-    init,
-    max_iter: int,
-    tol: float,
-    rng: np.random.Generator,
-):
-    """Rank-``rank`` CP-ALS of the moment tensor of ``views`` (one-off engine)."""
-    engine = MomentEngine.choose(views, rank, algorithm)
-    return engine.decompose(rank, init=init, max_iter=max_iter, tol=tol, rng=rng)
