@@ -6,6 +6,7 @@
 #   snakemake --cores 2 ads                              # one data set (or table_<name>)
 #   snakemake --profile profiles/slurm                   # the same jobs on a SLURM cluster
 #   snakemake --report report.html                       # browsable report
+#   snakemake --cores 2 reproduction                     # REPRODUCTION.md from the summary
 
 from snakemake.utils import min_version
 
@@ -30,6 +31,7 @@ localrules:
     gather,
     table,
     summary,
+    reproduction,
 
 
 rule all:

@@ -1,17 +1,30 @@
-"""Fit time and peak memory of TCCA/KTCCA's engines at the paper's shapes.
+"""TCCA/KTCCA engines against cca-zoo and the paper's route: time, memory, objective.
 
-Each (case, engine) runs in its own process under a memory cap and a time limit, so
-that a case that would need too much reports "out of memory" / "over time limit"
-instead of taking the machine down. Data are synthetic with the paper's shapes.
+Each (case, engine, repeat) runs in its own process (``benchmarks/_child.py``)
+with the BLAS threads pinned through the environment before numpy is imported, an
+address-space cap (``--mem-gb``) and a time limit (``--time-s``; ``--time-s-other``
+for the one of our two engines that ``algorithm="auto"`` does not pick), so a case
+that needs too much reports "out of memory" / "over time limit" instead of hanging.
+Data are synthetic with the paper's shapes (``benchmarks/_cases.py``).
 
-    python benchmarks/bench_engines.py                 # all cases, print a table
-    python benchmarks/bench_engines.py --cases nus ads --repeats 3 --out results.csv
+    pip install -e ".[bench]"
+    python benchmarks/bench_engines.py --out benchmarks/results/engines.csv
+    python benchmarks/bench_engines.py --cases nus ads --engines implicit cca-zoo
 
-Columns: fit_s (median wall time of the fit), sweeps, peak_mb (tracemalloc peak of
-the fit: memory the fit itself allocated), rss_mb (process high-water mark), the
-mean high-order correlation of the r components and the final relative
-reconstruction error ||M - M_hat|| / ||M|| (the CP fit), so that a faster engine that
-stops at a worse objective is visible.
+Engines: ``implicit`` (tensor-free), ``dense`` (builds M, our ALS), ``tensorly``
+(builds M, ``tensorly.decomposition.parafac``: the paper's route), ``cca-zoo``
+(cca-zoo 4.0.1's TCCA / KTCCA, the only other Python TCCA). All get the same eps
+(mapped to cca-zoo's shrinkage, see ``_objective.py``).
+
+Per row: median fit time over ``--repeats`` runs of our engines and
+``--baseline-repeats`` runs of the baselines (a single run when the first takes over
+``--single-over`` seconds; ``n`` says how many), the time in the build of M or
+||M||^2 and in the ALS sweeps, sweeps, peak resident memory of the process during
+the fit and its increase over the data, the objective (mean |rho_k| of the
+high-order correlations of the projected training data and the CP relative error,
+computed the same way for every method), the speed-up over cca-zoo and over the
+paper's route, and one sweep's flops / time against a DGEMM measured in the same
+process (``x DGEMM``: how many times slower than DGEMM the sweep runs).
 """
 
 from __future__ import annotations
@@ -19,177 +32,382 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import resource
 import statistics
 import subprocess
 import sys
 import time
 
-CASES = {
-    # name: (kind, N, dims, r, sparse)
-    "secstr-r50": ("tcca", 84_000, [105, 105, 105], 50, "onehot"),
-    "secstr-r300": ("tcca", 84_000, [105, 105, 105], 300, "onehot"),
-    "secstr-extra-r300": ("tcca", 1_300_000, [105, 105, 105], 300, "onehot"),
-    "ads": ("tcca", 3279, [588, 495, 472], 50, "binary"),
-    "nus": ("tcca", 5597, [500, 144, 128], 50, "dense"),
-    "ktcca-500": ("ktcca", 500, [500, 144, 128], 50, "dense"),
-    "ktcca-2000": ("ktcca", 2000, [500, 144, 128], 50, "dense"),
-    "mfeat-m6": ("tcca", 2000, [76, 216, 64, 240, 47, 6], 20, "dense"),
-}
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from _cases import CASES, DEFAULT  # noqa: E402
+
+ENGINES = ["implicit", "dense", "tensorly", "cca-zoo"]
+ROUTE = "tensorly"  # the paper's route: dense tensor + tensorly CP-ALS
+KEYS = (
+    "fit_s",
+    "build_s",
+    "init_s",
+    "als_s",
+    "other_s",
+    "sweeps",
+    "sweep_s",
+    "sweep_gflop",
+    "sweep_gflops",
+    "gemm_gflops",
+    "gemm_ratio",
+    "peak_rss_mb",
+    "fit_mem_mb",
+    "corr_mean",
+    "corr_max",
+    "rel_error",
+)
 
 
-def make_views(N, dims, kind, seed=0):
+def _env(threads: int) -> dict:
+    env = dict(os.environ)
+    for var in (
+        "OMP_NUM_THREADS",
+        "OPENBLAS_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "BLIS_NUM_THREADS",
+        "VECLIB_MAXIMUM_THREADS",
+    ):
+        env[var] = str(threads)
+    env["PYTHONPATH"] = HERE + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+#: Cases whose auto engine may take longer than --time-s (the issue: "in minutes").
+LONG_CASES = {"ktcca-5597": 900.0}
+
+
+def auto_pick(case) -> str:
+    """The engine ``algorithm="auto"`` picks for the case (the library's cost model)."""
     import numpy as np
     import scipy.sparse as sp
+    from _cases import make_views
 
-    rng = np.random.default_rng(seed)
-    if kind == "onehot":
-        # SecStr: 5 positions x 21 amino-acid symbols per view, one-hot.
-        views = []
-        z = rng.integers(0, 21, size=N)
-        for d in dims:
-            npos = d // 21
-            cats = (z[:, None] + rng.integers(0, 3, size=(N, npos))) % 21
-            cols = (np.arange(npos) * 21)[None, :] + cats
-            rows = np.repeat(np.arange(N), npos)
-            X = sp.csr_matrix((np.ones(N * npos), (rows, cols.ravel())), shape=(N, d))
-            views.append(X)
-        return views
-    S = rng.exponential(size=(N, 5)) - 1.0
-    views = []
-    for d in dims:
-        X = S @ rng.standard_normal((5, d)) + rng.standard_normal((N, d))
-        if kind == "binary":
-            X = sp.csr_matrix((X > 1.5).astype(float))
-        views.append(X)
-    return views
+    from tcca_core._tensors import SPARSE_DENSITY, choose_engine
 
-
-def child(case: str, engine: str, seed: int) -> None:
-    """Run one fit and print a JSON line with its measurements."""
-    import tracemalloc
-
-    import numpy as np
-
-    from tcca_core import KTCCA, TCCA
-
-    kind, N, dims, r, data = CASES[case]
-    views = make_views(N, dims, data, seed)
-    Est = TCCA if kind == "tcca" else KTCCA
-    kwargs = {} if kind == "tcca" else {"kernel": "l2"}
-    est = Est(r, algorithm=engine, random_state=seed, **kwargs)
-    tracemalloc.start()
-    t = time.perf_counter()
-    try:
-        est.fit(views)
-    except ValueError as exc:
-        print(json.dumps({"status": f"refused: {exc}"}))
-        return
-    fit_s = time.perf_counter() - t
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    print(
-        json.dumps(
-            {
-                "status": "ok",
-                "fit_s": fit_s,
-                "sweeps": est.n_iter_,
-                "peak_mb": peak / 1e6,
-                "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3,
-                "mean_corr": float(np.mean(est.correlations_)),
-                "rel_error": float(est.reconstruction_errors_[-1]),
-                "engine_used": est.algorithm_,
-            }
-        )
+    if case.kind == "ktcca":
+        return choose_engine(case.N, [case.N] * len(case.dims), case.r, "auto")
+    views = make_views(case, 0)
+    nnz = [X.nnz if sp.issparse(X) else np.count_nonzero(X) for X in views]
+    sparse = all(
+        sp.issparse(X) or k <= SPARSE_DENSITY * X.size
+        for X, k in zip(views, nnz, strict=True)
+    )
+    return choose_engine(
+        case.N,
+        list(case.dims),
+        case.r,
+        "auto",
+        [k / case.N for k in nnz] if sparse else None,
     )
 
 
-def run_one(case, engine, seed, mem_gb, time_s):
+def predicted_refusal(case, engine, args) -> str | None:
+    """cca-zoo's KTCCA builds an (N-1)^m tensor of kernel eigen-features: say so
+    instead of running it into the memory cap for minutes of eigendecompositions."""
+    if engine == "cca-zoo" and case.kind == "ktcca":
+        gb = 8.0 * (case.N - 1) ** len(case.dims) / 1e9
+        if gb > args.mem_gb:
+            return (
+                f"not run: its {case.N - 1}^{len(case.dims)} tensor needs "
+                f"{gb:,.0f} GB (cap {args.mem_gb:g} GB)"
+            )
+    return None
+
+
+def run_one(case, engine, seed, args, time_s, init=None):
     def limit():
-        cap = int(mem_gb * 1024**3)
+        cap = int(args.mem_gb * 1024**3)
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
-    cmd = [sys.executable, __file__, "--child", case, engine, str(seed)]
+    cmd = [
+        sys.executable,
+        os.path.join(HERE, "_child.py"),
+        case,
+        engine,
+        str(seed),
+        str(args.eps),
+        init or args.init or "",
+    ]
     try:
         out = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=time_s, preexec_fn=limit
+            cmd,
+            capture_output=True,
+            text=True,
+            env=_env(args.threads),
+            timeout=time_s,
+            preexec_fn=limit,
         )
     except subprocess.TimeoutExpired:
-        return {"status": f"over time limit ({time_s} s)"}
+        return {"status": f"over time limit ({time_s:g} s)", "limit_s": time_s}
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
     if out.returncode != 0 or not lines:
         err = out.stderr.strip().splitlines()
-        if any("MemoryError" in ln or "Unable to allocate" in ln for ln in err):
-            return {"status": f"out of memory (cap {mem_gb} GB)"}
-        return {"status": "failed: " + (err[-1] if err else f"exit {out.returncode}")}
+        if (
+            any(
+                (
+                    "MemoryError" in ln
+                    or "Unable to allocate" in ln
+                    or "std::bad_alloc" in ln
+                )
+                for ln in err
+            )
+            or out.returncode == -9
+        ):
+            return {"status": f"out of memory (cap {args.mem_gb:g} GB)"}
+        return {
+            "status": "failed: " + (err[-1][:150] if err else f"exit {out.returncode}")
+        }
     return json.loads(lines[-1])
+
+
+def _speedup(base, ours) -> str:
+    """'12.3' when both ran, '>12.3' when the baseline hit the time limit."""
+    if ours.get("status") != "ok":
+        return ""
+    if base is None:
+        return ""
+    if base.get("status") == "ok":
+        return f"{base['fit_s'] / ours['fit_s']:.3g}"
+    if base.get("status", "").startswith("over time limit"):
+        return f">{base['limit_s'] / ours['fit_s']:.3g}"
+    if base.get("status", "").startswith(("out of memory", "not run")):
+        return "inf (OOM)"
+    return ""
+
+
+def machine_info(threads: int) -> dict:
+    import numpy as np
+    from threadpoolctl import threadpool_info
+
+    model = ""
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        model = next(
+            (
+                ln.split(":", 1)[1].strip()
+                for ln in out.splitlines()
+                if ln.startswith("Model name")
+            ),
+            "",
+        )
+    except OSError:
+        pass
+    blas = [
+        f"{i.get('internal_api')} {i.get('version')} ({i.get('architecture')})"
+        for i in threadpool_info()
+        if i.get("user_api") == "blas"
+    ]
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1024**3
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "mem_gib": round(mem, 1),
+        "blas": "; ".join(blas),
+        "threads": threads,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+    }
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cases", nargs="*", default=list(CASES), choices=list(CASES))
-    ap.add_argument("--engines", nargs="*", default=["implicit", "dense"])
-    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--cases", nargs="*", default=DEFAULT, choices=list(CASES))
+    ap.add_argument("--engines", nargs="*", default=ENGINES, choices=ENGINES)
+    ap.add_argument("--repeats", type=int, default=3, help="runs of our engines")
+    ap.add_argument(
+        "--baseline-repeats", type=int, default=1, help="runs of tensorly / cca-zoo"
+    )
+    ap.add_argument(
+        "--single-over",
+        type=float,
+        default=60.0,
+        help="one run only when the first run takes longer (s)",
+    )
+    ap.add_argument("--threads", type=int, default=2, help="BLAS threads per run")
+    ap.add_argument("--eps", type=float, default=1e-2)
+    ap.add_argument("--seed", type=int, default=0, help="data and init seed")
+    ap.add_argument(
+        "--init", help="init of our engines (default: the library's default)"
+    )
+    ap.add_argument(
+        "--extra",
+        nargs="*",
+        default=[],
+        metavar="ENGINE:INIT",
+        help="extra single-run rows with another init, e.g. auto:hosvd "
+        "(auto = the engine algorithm='auto' picks)",
+    )
     ap.add_argument("--mem-gb", type=float, default=16.0)
-    ap.add_argument("--time-s", type=float, default=600.0)
+    ap.add_argument(
+        "--time-s",
+        type=float,
+        default=300.0,
+        help="time limit of auto's engine and of the baselines",
+    )
+    ap.add_argument(
+        "--time-s-other",
+        type=float,
+        default=120.0,
+        help="time limit of our engine that auto does not pick",
+    )
     ap.add_argument("--out", help="also write the table as CSV (and .md beside it)")
     args = ap.parse_args(argv)
 
-    import numpy as np
-    import pandas as pd
-    from threadpoolctl import threadpool_info
-
-    threads = os.environ.get("OMP_NUM_THREADS", "default")
-    blas = [(i["internal_api"], i["num_threads"]) for i in threadpool_info()]
-    print(f"# cpus={os.cpu_count()} OMP_NUM_THREADS={threads} BLAS={blas}")
+    info = machine_info(args.threads)
+    print("# " + json.dumps(info))
+    print(f"# load average at start: {os.getloadavg()}", flush=True)
     rows = []
+    t_start = time.time()
     for case in args.cases:
-        kind, N, dims, r, data = CASES[case]
-        for engine in args.engines:
-            runs = [
-                run_one(case, engine, seed, args.mem_gb, args.time_s)
-                for seed in range(args.repeats)
-            ]
+        c = CASES[case]
+        auto = auto_pick(c)
+        results = {}
+        specs = [(e, None, e) for e in args.engines]
+        for extra in args.extra:
+            name, init = extra.split(":", 1)
+            engine = auto if name == "auto" else name
+            specs.append((engine, init, f"{engine}+{init}"))
+        for engine, init, label in specs:
+            load = os.getloadavg()[0]
+            time_s = LONG_CASES.get(case, args.time_s)
+            if engine in ("implicit", "dense") and engine != auto:
+                time_s = min(time_s, args.time_s_other)
+            runs = []
+            skip = predicted_refusal(c, engine, args)
+            repeats = args.repeats if label in ("implicit", "dense") else 1
+            if engine in ("tensorly", "cca-zoo"):
+                repeats = args.baseline_repeats
+            for _ in range(repeats if skip is None else 0):
+                # the same seed every time: repeats measure timing noise, not the
+                # spread over random starts (init_compare.py does that)
+                res = run_one(case, engine, args.seed, args, time_s, init)
+                runs.append(res)
+                if res["status"] != "ok" or res["fit_s"] > args.single_over:
+                    break
+            if skip is not None:
+                runs = [{"status": skip}]
             ok = [x for x in runs if x["status"] == "ok"]
             row = {
                 "case": case,
-                "method": kind.upper(),
-                "N": N,
-                "dims": "/".join(map(str, dims)),
-                "r": r,
-                "input": data,
-                "engine": engine,
+                "method": c.kind.upper(),
+                "N": c.N,
+                "dims": "/".join(map(str, c.dims)),
+                "r": c.r,
+                "input": (
+                    "sparse " if c.sparse_input and engine != "cca-zoo" else "dense "
+                )
+                + c.data,
+                "engine": label,
+                "n": len(ok),
             }
             if ok:
-                for key in ("fit_s", "sweeps", "peak_mb", "rss_mb", "mean_corr",
-                            "rel_error"):
-                    row[key] = statistics.median(x[key] for x in ok)
+                for key in KEYS:
+                    vals = [x[key] for x in ok if x.get(key) is not None]
+                    row[key] = statistics.median(vals) if vals else None
                 row["status"] = "ok" if len(ok) == len(runs) else "partly failed"
+                row["auto"] = auto == label
+                row["norm_route"] = ok[0].get("norm_route", "")
+                row["blas_threads"] = ",".join(str(t) for _, t in ok[0].get("blas", []))
+                res = dict(ok[0], fit_s=row["fit_s"], status="ok")
             else:
-                row["status"] = runs[0]["status"][:120]
+                row["status"] = runs[0]["status"]
+                row["auto"] = auto == label
+                res = runs[0]
+            row["load1"] = round(load, 2)
+            results[label] = res
             rows.append(row)
             print(json.dumps(row), flush=True)
+        for row in rows[-len(specs) :]:
+            ours = results[row["engine"]]
+            if row["engine"] != "cca-zoo":
+                row["x_vs_cca_zoo"] = _speedup(results.get("cca-zoo"), ours)
+            if row["engine"] not in (ROUTE, "cca-zoo"):
+                row["x_vs_route"] = _speedup(results.get(ROUTE), ours)
+    print(
+        f"# load average at end: {os.getloadavg()}; "
+        f"total {time.time() - t_start:.0f} s",
+        flush=True,
+    )
+
+    import pandas as pd
+
     df = pd.DataFrame(rows)
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
+    with pd.option_context("display.width", 250, "display.max_columns", 40):
         print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     if args.out:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
         df.to_csv(args.out, index=False)
-        with open(os.path.splitext(args.out)[0] + ".md", "w") as fh:
-            fh.write(df.to_markdown(index=False, floatfmt=".4g") if _has_tabulate()
-                     else df.to_string(index=False))
-    del np
+        md = os.path.splitext(args.out)[0] + ".md"
+        with open(md, "w") as fh:
+            fh.write(f"machine: {json.dumps(info)}\n\n")
+            fh.write(markdown_table(df))
+        print(f"# wrote {args.out} and {md}")
 
 
-def _has_tabulate() -> bool:
-    try:
-        import tabulate  # noqa: F401
-    except ImportError:
-        return False
-    return True
+def _fmt(v, digits=3):
+    if v is None or v == "" or (isinstance(v, float) and v != v):
+        return ""
+    if isinstance(v, float):
+        return f"{v:.{digits}g}"
+    return str(v)
+
+
+def markdown_table(df) -> str:
+    """The table BENCHMARKS.md shows."""
+    cols = [
+        ("case", "case"),
+        ("r", "r"),
+        ("input", "input"),
+        ("engine", "engine"),
+        ("auto", "auto"),
+        ("n", "n"),
+        ("fit_s", "fit (s)"),
+        ("build_s", "build (s)"),
+        ("init_s", "init (s)"),
+        ("als_s", "ALS (s)"),
+        ("other_s", "other (s)"),
+        ("sweeps", "sweeps"),
+        ("sweep_s", "s/sweep"),
+        ("gemm_ratio", "x DGEMM"),
+        ("peak_rss_mb", "peak RSS (MB)"),
+        ("fit_mem_mb", "fit +MB"),
+        ("corr_mean", "mean abs(rho)"),
+        ("rel_error", "CP rel. err"),
+        ("x_vs_cca_zoo", "x vs cca-zoo"),
+        ("x_vs_route", "x vs route"),
+        ("status", "status"),
+        ("load1", "load"),
+    ]
+    cols = [(k, h) for k, h in cols if k in df.columns]
+    lines = ["| " + " | ".join(h for _, h in cols) + " |", "|" + "---|" * len(cols)]
+    for _, row in df.iterrows():
+        cells = []
+        for k, _ in cols:
+            v = row.get(k)
+            if k == "auto":
+                v = "*" if v is True else ""
+            elif k in ("sweeps", "n", "r"):
+                v = "" if v is None or v != v else str(int(round(v)))
+            elif k in ("peak_rss_mb", "fit_mem_mb"):
+                v = "" if v is None or v != v else f"{v:.0f}"
+            elif k in ("corr_mean", "rel_error"):
+                v = _fmt(v, 4)
+            elif k == "status" and v == "ok":
+                v = "ok"
+            else:
+                v = _fmt(v)
+            cells.append(v)
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
-    else:
-        main()
+    main()

@@ -32,6 +32,7 @@ SMALL = {
     "cca_avg": {"eps": [1e-2, 1.0]},
     "cca_ls": {"eps": [1e-2, 1.0]},
     "tcca": {"eps": [1e-2, 1.0], "max_iter": 30, "tol": 1e-4},
+    "tcca_nc": {"eps": [1e-2], "max_iter": 30, "tol": 1e-4},
     "ssmvd": {"lambda1": [0.0, 0.1], "lambda2": [0.0, 0.1]},
     "kcca_bst": {"eps": [1e-2, 1.0]},
     "kcca_avg": {"eps": [1e-2, 1.0]},
@@ -372,6 +373,7 @@ def test_end_to_end_all_methods(data):
             "kcca_avg": 2,
             "cca_ls": 3,
             "tcca": 3,
+            "tcca_nc": 3,
             "ktcca": 3,
             "dse": 1,
             "ssmvd": 1,
@@ -451,3 +453,64 @@ def test_split_without_seed_from_index_arrays(data):
         a.drop(columns=["fit_s", "peak_mb"]), b.drop(columns=["fit_s", "peak_mb"])
     )
     assert a["seed"].isna().all()
+
+
+@pytest.mark.parametrize("method", ["cca_avg", "cca_ls", "tcca", "kcca_bst", "ktcca"])
+def test_cache_shares_split_independent_fits(data, method, monkeypatch):
+    """With a cache the transductive fit runs once for both splits, and every
+    accuracy equals that of the uncached runs; a different fit set is refitted."""
+    import tcca_core.protocol as protocol
+
+    views, y, splits = data
+    kw = dict(r_grid=[2, 3], params=SMALL.get(method), seed=3)
+    plain = [run_method(views, y, s, method, **kw) for s in splits]
+    calls = []
+    original = protocol._Run.cached
+
+    def counting(self, kind, idx, gp, fit):
+        def fit_counted():
+            calls.append(kind)
+            return fit()
+
+        return original(self, kind, idx, gp, fit_counted)
+
+    monkeypatch.setattr(protocol._Run, "cached", counting)
+    cache: dict = {}
+    shared = [run_method(views, y, splits[0], method, cache=cache, **kw)]
+    first = len(calls)
+    assert first == len(cache) > 0
+    shared.append(run_method(views, y, splits[1], method, cache=cache, **kw))
+    assert len(calls) == first  # every fit of the second split came from the cache
+    for a, b in zip(plain, shared, strict=True):
+        cols = ["val_acc", "test_acc", "r", "k", "params"]
+        pd.testing.assert_frame_equal(a[cols], b[cols])
+    s = splits[0]
+    inductive = Split(s.labeled, s.validation, s.test, s.seed, 0, fit=np.arange(80))
+    run_method(views, y, inductive, method, cache=cache, **kw)
+    assert len(calls) == 2 * first  # other fit rows: refitted
+
+
+def test_uncentered_variants(data):
+    """tcca_nc is TCCA(center=False); CCA's and CCA-LS's center option reaches them."""
+    from tcca_core import TCCA
+
+    views, y, splits = data
+    s = splits[0]
+    df = run_method(views, y, s, "tcca_nc", r_grid=[2], params={"eps": 0.1}, seed=3)
+    assert json.loads(df["params"].iloc[0]) == {"center": False, "eps": 0.1}
+    Z = TCCA(2, eps=0.1, center=False, random_state=3).fit_transform(views)
+    pred = RLS().fit(Z[s.labeled], y[s.labeled]).predict(Z[s.validation])
+    assert df["val_acc"].iloc[0] == np.mean(pred == y[s.validation])
+    est = TCCA(2, eps=0.1, center=False, random_state=3).fit(views)
+    assert all(np.all(mu == 0) for mu in est.means_)
+    # raw second moments: shifting a view changes the fit unless it is centered
+    shifted = [views[0] + 5.0, *views[1:]]
+    a = CCALS(2, eps=0.1).fit(views).transform(views)
+    b = CCALS(2, eps=0.1).fit(shifted).transform(shifted)
+    assert_allclose(np.abs(a), np.abs(b), atol=1e-8)
+    c = CCALS(2, eps=0.1, center=False).fit(shifted).transform(shifted)
+    assert not np.allclose(np.abs(a), np.abs(c), atol=1e-3)
+    df = run_method(
+        views, y, s, "cca_avg", r_grid=[2], params={"eps": 0.1, "center": False}
+    )
+    assert json.loads(df["params"].iloc[0]) == {"center": False, "eps": 0.1}

@@ -95,9 +95,11 @@ def test_full_dry_run_lists_the_papers_grid(tmp_path, full_config):
     )
     assert res.returncode == 0, res.stderr[-3000:]
     counts = job_counts(res.stdout)
-    # SecStr 84K 8 + 1.3M 4 methods, Ads 8, NUS-WIDE 3 x 8 linear + 3 x 5 kernel,
-    # mfeat 3 x 8 linear + 6 x 5 kernel: 113 method-settings, 5 splits each.
-    assert counts["fit"] == paper_grid(full_config) == 565
+    # SecStr 84K 9 + 1.3M 5 methods (TCCA (uncentered) included), Ads 9, NUS-WIDE
+    # 3 x 8 linear + 3 x 5 kernel, mfeat 3 x 8 linear + 6 x 5 kernel: 116
+    # method-settings, one job each (fit_grain: method; all 5 splits per job).
+    assert full_config["fit_grain"] == "method"
+    assert counts["fit"] == paper_grid(full_config) == 116
     assert counts["splits"] == 18  # one per (data set, setting)
     assert counts["gather"] == 18
     assert counts["table"] == len(full_config["tables"]) == 6
@@ -122,7 +124,8 @@ def test_slurm_profile_dry_run(tmp_path, full_config):
     assert res.returncode == 0, res.stderr[-3000:]
     assert "Using profile profiles/slurm" in res.stdout + res.stderr
     assert "slurm_account=CHANGE_ME" in res.stdout
-    assert job_counts(res.stdout)["fit"] == 8 * full_config["n_splits"]
+    per_method = 1 if full_config["fit_grain"] == "method" else full_config["n_splits"]
+    assert job_counts(res.stdout)["fit"] == 9 * per_method  # Ads: 9 methods
 
 
 ADS_LIKE_SETTING = {"learner": "rls", "n_labeled": 10, "methods": "linear_rls"}
@@ -272,6 +275,27 @@ def test_e2e_summary_json(e2e):
     tcca = next(r for r in records if r["method"] == "tcca")
     assert f"{tcca['mean']:.2f} ± {tcca['std']:.2f}" == rows["TCCA"]["#labeled = 2"]
     assert tcca["paper_mean"] == 22.40 and tcca["n_splits"] == 2
+
+
+def test_e2e_reproduction_report(e2e):
+    """REPRODUCTION.md from the summary: our numbers, the paper's, the figures."""
+    res = snakemake(
+        "-s", str(REPO / "Snakefile"), "--directory", str(e2e), "--cores", "1",
+        "reproduction",
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    text = (e2e / "REPRODUCTION.md").read_text()
+    summary = json.loads((e2e / "results/summary.json").read_text())
+    tcca = next(
+        r
+        for r in summary["tables"]["nuswide_linear"]["accuracy"]["val"]
+        if r["method"] == "tcca"
+    )
+    assert f"| TCCA | {tcca['mean']:.2f} ± {tcca['std']:.2f} |" in text
+    assert "22.40 ± 1.96" in text  # the paper's TCCA, 4 labeled
+    assert "(results/figures/nuswide_kernel_accuracy.png)" in text
+    assert "## The paper's qualitative claims" in text
+    assert "## Deviations beyond 2 std" in text
 
 
 def test_e2e_logs_and_benchmarks(e2e):

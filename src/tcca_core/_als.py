@@ -43,30 +43,55 @@ def init_factors(
     rank: int,
     init,
     rng: np.random.Generator,
+    *,
+    mode_grams: Callable[[], list[np.ndarray]] | None = None,
 ) -> list[np.ndarray]:
-    """Initial factors: ``"random"``, ``"svd"`` or a list of arrays.
+    """Initial factors: ``"random"``, ``"svd"``, ``"hosvd"`` or a list of arrays.
 
     ``"svd"`` is a randomized HOSVD that never unfolds the tensor: the leading left
     singular vectors of T_(p) are estimated from T_(p) Omega, where the Gaussian
     test matrix Omega = Omega_m kr ... kr Omega_1 has Khatri-Rao structure, so that
     the sketch is itself an MTTKRP. It costs one MTTKRP with ``rank + 10`` columns
-    per mode, whatever engine holds the tensor. Where ``rank > d_p``, the missing
-    columns are random (as tensorly does).
+    per mode, whatever engine holds the tensor.
+
+    ``"hosvd"`` is the exact HOSVD (tensorly's ``init="svd"``): the leading
+    eigenvectors of T_(p) T_(p)^T, which ``mode_grams()`` returns for every mode
+    (the implicit engine computes them from Gram matrices, without unfolding T).
+
+    Where ``rank > d_p``, or T_(p) has fewer numerically non-zero singular values
+    than ``rank``, the missing columns are random (as tensorly does for r > d_p):
+    a singular vector of a zero singular value spans a direction in which T is zero
+    (a constant column whitens to 0), and a component started there would make
+    ALS's normal equations singular.
     """
     m = len(dims)
     if isinstance(init, str):
         if init == "random":
             return [rng.standard_normal((d, rank)) for d in dims]
-        if init != "svd":
+        if init not in ("svd", "hosvd"):
             raise ValueError(
-                f"init must be 'svd', 'random' or a list of {m} arrays, got {init!r}"
+                "init must be 'svd', 'hosvd', 'random' or a list of "
+                f"{m} arrays, got {init!r}"
             )
-        s = rank + 10
-        omega = [rng.standard_normal((d, s)) for d in dims]
+        if init == "hosvd":
+            if mode_grams is None:
+                raise ValueError("init='hosvd' needs the tensor's mode Gram matrices")
+            bases = []
+            for A in mode_grams():
+                w, V = np.linalg.eigh(A)
+                w, V = w[::-1], V[:, ::-1]
+                # eigh of M M^T resolves eigenvalues only to ~ d eps max(w): keep
+                # those 100 times above that noise
+                bases.append(V[:, : _numerical_rank(w, 100.0)])
+        else:
+            s = rank + 10
+            omega = [rng.standard_normal((d, s)) for d in dims]
+            bases = []
+            for p in range(m):
+                Q, sv, _ = np.linalg.svd(mttkrp(omega, p), full_matrices=False)
+                bases.append(Q[:, : _numerical_rank(sv)])
         factors = []
-        for p, d in enumerate(dims):
-            sketch = mttkrp(omega, p)
-            Q, _, _ = np.linalg.svd(sketch, full_matrices=False)
+        for d, Q in zip(dims, bases, strict=True):
             k = min(rank, Q.shape[1])
             U = Q[:, :k]
             if k < rank:
@@ -77,7 +102,7 @@ def init_factors(
         factors = [np.array(U, dtype=np.float64) for U in init]
     except (TypeError, ValueError) as exc:
         raise ValueError(
-            f"init must be 'svd', 'random' or a list of arrays: {exc}"
+            f"init must be 'svd', 'hosvd', 'random' or a list of arrays: {exc}"
         ) from exc
     expected = [(d, rank) for d in dims]
     got = [U.shape for U in factors]
@@ -86,6 +111,16 @@ def init_factors(
     if not all(np.all(np.isfinite(U)) for U in factors):
         raise ValueError("init factors contain NaN or infinity")
     return factors
+
+
+def _numerical_rank(sv: np.ndarray, factor: float = 1.0) -> int:
+    """Number of leading values of the decreasing ``sv`` above
+    factor * sv[0] * len(sv) * machine epsilon (numpy's ``matrix_rank`` tolerance
+    for factor = 1)."""
+    if sv.size == 0 or sv[0] <= 0:
+        return 0
+    tol = factor * sv[0] * sv.size * np.finfo(float).eps
+    return int(np.sum(sv > tol))
 
 
 def _fix_signs(U: np.ndarray) -> np.ndarray:

@@ -25,7 +25,13 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._tcca import _check_params, max_cp_rank
 from ._tensors import MomentEngine, WhitenedView, correlations
-from ._validation import check_eps, check_n_components, check_views
+from ._validation import (
+    check_eps,
+    check_n_components,
+    check_varying,
+    check_views,
+    named_als_failure,
+)
 from .kernels import ViewKernel, center_cross_kernel, center_kernel
 
 __all__ = ["KTCCA", "kernel_whitening"]
@@ -180,6 +186,9 @@ class KTCCA(TransformerMixin, BaseEstimator):
         r_max, why = max_cp_rank(N, [N] * m)
         for r in ranks:
             check_n_components(r, r_max, why)
+        if proto.center:  # a constant view has a constant kernel, zero once centered
+            skip = [p for p, k in enumerate(kernels) if k == "precomputed"]
+            check_varying(views, "KTCCA", skip)
 
         t_setup = perf_counter()
         vkernels, stats_all, Ls, wviews = [], [], [], []
@@ -200,14 +209,15 @@ class KTCCA(TransformerMixin, BaseEstimator):
             wviews.append(WhitenedView(Y))
         engine = MomentEngine.choose(wviews, max(ranks), proto.algorithm)
         setup_s = perf_counter() - t_setup
-        fits = engine.path(
-            ranks,
-            init=proto.init,
-            warm_start=warm_start,
-            random_state=proto.random_state,
-            max_iter=max_iter,
-            tol=tol,
-        )
+        with named_als_failure("KTCCA", max(ranks)):
+            fits = engine.path(
+                ranks,
+                init=proto.init,
+                warm_start=warm_start,
+                random_state=proto.random_state,
+                max_iter=max_iter,
+                tol=tol,
+            )
         fitted: dict[int, KTCCA] = {}
         for r, (weights, factors, info, seconds) in fits.items():
             est = cls(r, **params)
@@ -244,7 +254,12 @@ class KTCCA(TransformerMixin, BaseEstimator):
 
         check_is_fitted(self, "dual_coef_")
         precomputed = [vk.kernel == "precomputed" for vk in self.kernels_]
-        views = check_views(views, min_samples=1, accept_sparse=not any(precomputed))
+        views = check_views(
+            views,
+            min_samples=1,
+            accept_sparse=not any(precomputed),
+            n_features=[vk.n_features_in_ for vk in self.kernels_],
+        )
         if len(views) != self.n_views_:
             raise ValueError(
                 f"the estimator was fitted on {self.n_views_} views, got {len(views)}"

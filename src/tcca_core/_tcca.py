@@ -26,7 +26,9 @@ from ._validation import (
     check_n_components,
     check_positive_int,
     check_tol,
+    check_varying,
     check_views,
+    named_als_failure,
 )
 
 __all__ = ["TCCA", "tcca", "tcca_path", "max_cp_rank"]
@@ -69,6 +71,7 @@ def tcca_path(
     warm_start: bool = False,
     random_state=None,
     algorithm: str = "auto",
+    center: bool = True,
 ) -> list[dict]:
     """Fit TCCA for several ranks, whitening and building M (or ||M||) once.
 
@@ -94,23 +97,30 @@ def tcca_path(
     for r in ranks:
         check_n_components(r, r_max, why)
     t_setup = perf_counter()
-    means = [column_mean(X) for X in views]
+    means = [
+        column_mean(X) if center else np.zeros(X.shape[1], dtype=float) for X in views
+    ]
     whiteners = [
         inv_sqrt_psd(covariance(X, mu), eps) for X, mu in zip(views, means, strict=True)
     ]
+    # After the whitening, whose eps = 0 error names the singular covariance.
+    # Uncentered, a constant view still carries raw moments.
+    if center:
+        check_varying(views, "TCCA")
     wviews = [
         WhitenedView(X, mu, W) for X, mu, W in zip(views, means, whiteners, strict=True)
     ]
     engine = MomentEngine.choose(wviews, max(ranks), algorithm)
     setup_s = perf_counter() - t_setup
-    fits = engine.path(
-        ranks,
-        init=init,
-        warm_start=warm_start,
-        random_state=random_state,
-        max_iter=max_iter,
-        tol=tol,
-    )
+    with named_als_failure("TCCA", max(ranks)):
+        fits = engine.path(
+            ranks,
+            init=init,
+            warm_start=warm_start,
+            random_state=random_state,
+            max_iter=max_iter,
+            tol=tol,
+        )
     out = {}
     for r, (weights, factors, info, seconds) in fits.items():
         out[r] = {
@@ -172,6 +182,12 @@ class TCCA(LinearProjectionMixin, TransformerMixin, BaseEstimator):
         ``"auto"`` picks "dense" or "implicit" by the cost model
         :func:`tcca_core._tensors.engine_costs` and never builds a dense tensor over
         2 GiB.
+    center : bool, default=True
+        Center the views first, as the paper assumes ("each X_p is assumed to have
+        been centered"). ``False`` applies the same formulas to the raw views: C_pp
+        and the tensor become second and m-th raw moments, and the tensor then also
+        carries every pairwise covariance (weighted by the means), not only the m-th
+        order cumulant. See REPRODUCTION.md for why this matters on SecStr.
 
     Attributes
     ----------
@@ -219,6 +235,7 @@ class TCCA(LinearProjectionMixin, TransformerMixin, BaseEstimator):
         init="svd",
         random_state=None,
         algorithm: str = "auto",
+        center: bool = True,
     ):
         self.n_components = n_components
         self.eps = eps
@@ -227,6 +244,7 @@ class TCCA(LinearProjectionMixin, TransformerMixin, BaseEstimator):
         self.init = init
         self.random_state = random_state
         self.algorithm = algorithm
+        self.center = center
 
     def fit(self, views, y=None):
         """Fit on a list of views, each (n_samples, d_p), dense or scipy.sparse."""
@@ -239,6 +257,7 @@ class TCCA(LinearProjectionMixin, TransformerMixin, BaseEstimator):
             init=self.init,
             random_state=self.random_state,
             algorithm=self.algorithm,
+            center=self.center,
         )
         return self._set_fitted(out)
 
@@ -282,6 +301,7 @@ class TCCA(LinearProjectionMixin, TransformerMixin, BaseEstimator):
             warm_start=warm_start,
             random_state=est.random_state,
             algorithm=est.algorithm,
+            center=est.center,
         )
         return [
             cls(r, **params)._set_fitted(o) for r, o in zip(ranks, outs, strict=True)

@@ -9,11 +9,19 @@ tensor-free form:
 
 * MTTKRP: M_(p) (kr_{q != p} U_q) = Y_p^T (Hadamard_{q != p} Y_q U_q) / N,
   O(N r sum_p d_p) time and O(N r m) memory;
-* ||M||^2 = (1/N^2) sum_{n, n'} prod_p <y_pn, y_pn'>, by blocks of the N x N Gram
-  matrices, O(N^2 sum_p d_p) time and O(block^2) memory.
+* ||M||^2, by the cheapest of three exact routes (:func:`norm_costs`):
+  "gram": (1/N^2) sum_{n, n'} prod_p <y_pn, y_pn'>, by blocks of the N x N Gram
+  matrices, O(N^2 sum_p d_p) time and O(block^2) memory;
+  "unfolding": ||Y_1^T (Y_2 kr_rows ... kr_rows Y_m)||^2 / N^2 by blocks of columns
+  and samples, O(N prod_p d_p) time and O(64 MB) memory (M is never held whole);
+  "sparse": from the sparse raw moments (:func:`_sparse_moment`) when every view is
+  sparse (given so, or dense but mostly zeros) and prod_p d_p is small.
 
-The dense route (:func:`dense_moment`) builds M itself, O(N prod_p d_p) time and
-O(prod_p d_p) memory; it is the paper's route and the reference for the tests.
+The dense route (:func:`dense_moment`) builds M itself, O(N prod_p d_p) time (or the
+sparse-moment cost for sparse views) and O(prod_p d_p) memory; it is the paper's
+route and the reference for the tests. Its MTTKRP (:func:`dense_mttkrp`) reuses the
+contraction with the last factor across the first m - 1 modes of a sweep, so a sweep
+costs two passes over M instead of m.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ __all__ = [
     "dense_mttkrp",
     "MomentEngine",
     "DENSE_MAX_BYTES",
+    "norm_costs",
 ]
 
 #: Largest dense tensor the "auto" engine choice will build (bytes).
@@ -38,50 +47,96 @@ DENSE_MAX_BYTES = 2 * 1024**3
 
 _BLOCK_BYTES = 64 * 1024**2
 
+#: A dense view with at most this fraction of non-zeros (one-hot, bag-of-words)
+#: also keeps a sparse copy, so M can be built from sparse moments.
+SPARSE_DENSITY = 0.1
+
+#: Cost of one sparse multiply-add (row-wise Kronecker product, sparse-sparse
+#: product) relative to one GEMM flop, in the cost models below.
+_SPARSE_OP_COST = 200.0
+
+#: Largest tensor the implicit engine builds transiently for ||M||^2 ("sparse" route).
+_NORM_DENSE_MAX_BYTES = 256 * 1024**2
+
 
 class WhitenedView:
     """One view's whitened data Y = (X - mean) @ W, with X dense or sparse.
 
-    A dense X is whitened once (Y has the size of X). A sparse X is never
-    densified: products with Y are taken as X @ (W U) - 1 (mean^T W U), and
+    A dense X is whitened once, on first use of :attr:`Y` (Y has the size of X); a
+    dense engine that builds M from sparse moments never needs it. A sparse X is
+    never densified: products with Y are taken as X @ (W U) - 1 (mean^T W U), and
     :meth:`rows` densifies only a block of rows at a time.
+
+    ``sparse`` is ``(X as CSR, mean, W)`` when a sparse form exists: for sparse X,
+    and for a dense X with at most ``SPARSE_DENSITY`` non-zeros (one-hot data given
+    as a dense array), whose CSR copy is then kept for the moment build.
     """
 
     def __init__(self, X, mean: np.ndarray | None = None, W: np.ndarray | None = None):
         self.N, d = X.shape
         self.d = d if W is None else W.shape[1]
-        if sp.issparse(X):
+        self.sparse = None
+        self.is_sparse = sp.issparse(X)
+        self._Y = None
+        self._dense = None
+        if self.is_sparse:
             self.X = sp.csr_matrix(X)
             self.mean = np.zeros(d) if mean is None else mean
             self.W = np.eye(d) if W is None else W
-            self.Y = None
+            self.sparse = (self.X, self.mean, self.W)
         else:
+            self._dense = (X, mean, W)
+            if X.size and np.count_nonzero(X) <= SPARSE_DENSITY * X.size:
+                self.sparse = (
+                    sp.csr_matrix(X),
+                    np.zeros(d) if mean is None else mean,
+                    np.eye(d) if W is None else W,
+                )
+
+    @property
+    def Y(self) -> np.ndarray | None:
+        """The dense whitened data (None for a sparse view), computed once."""
+        if self._Y is None and self._dense is not None:
+            X, mean, W = self._dense
             Y = X if mean is None else X - mean
-            self.Y = np.ascontiguousarray(Y if W is None else Y @ W)
+            self._Y = np.ascontiguousarray(Y if W is None else Y @ W)
+            self._dense = None
+        return self._Y
+
+    @property
+    def nnz_per_row(self) -> float:
+        """Mean non-zeros per row of the sparse form (d when there is none)."""
+        if self.sparse is None:
+            return float(self.d)
+        return self.sparse[0].nnz / max(self.N, 1)
 
     def dot(self, U: np.ndarray) -> np.ndarray:
         """Y @ U, shape (N, r)."""
-        if self.Y is not None:
+        if not self.is_sparse:
             return self.Y @ U
         WU = self.W @ U
         return np.asarray(self.X @ WU) - self.mean @ WU
 
     def tdot(self, H: np.ndarray) -> np.ndarray:
         """Y.T @ H, shape (d, r)."""
-        if self.Y is not None:
+        if not self.is_sparse:
             return self.Y.T @ H
         XtH = np.asarray(self.X.T @ H) - np.outer(self.mean, H.sum(axis=0))
         return self.W.T @ XtH
 
     def rows(self, start: int, stop: int) -> np.ndarray:
         """Dense block Y[start:stop]."""
-        if self.Y is not None:
+        if not self.is_sparse:
             return self.Y[start:stop]
         return (self.X[start:stop].toarray() - self.mean) @ self.W
 
 
 def _block_rows(N: int, row_bytes: int) -> int:
     return int(max(1, min(N, _BLOCK_BYTES // max(row_bytes, 1))))
+
+
+def _prod(values) -> float:
+    return float(np.prod(np.asarray(list(values), dtype=float)))
 
 
 class ImplicitMoment:
@@ -111,27 +166,263 @@ class ImplicitMoment:
             if q == p:
                 continue
             P = self.project(factors, q)
-            H = P.copy() if H is None else H * P
+            if H is None:
+                H = P.copy()
+            else:
+                H *= P
         return self.views[p].tdot(H) / self.N
 
-    def norm_sq(self) -> float:
-        """||M||_F^2 from blocks of the Gram matrices (never N x N at once)."""
-        N = self.N
-        B = _block_rows(N, 8 * N)
-        B = max(1, min(B, 4096))
-        total = 0.0
-        starts = range(0, N, B)
-        for i in starts:
-            Yi = [v.rows(i, i + B) for v in self.views]
-            for j in starts:
-                if j < i:
-                    continue
-                G = None
-                for v, yi in zip(self.views, Yi, strict=True):
-                    g = yi @ v.rows(j, j + B).T
-                    G = g if G is None else G * g
-                total += G.sum() * (1.0 if i == j else 2.0)
-        return total / N**2
+    def norm_method(self) -> str:
+        """The cheapest exact route to ||M||^2 (see :func:`norm_costs`)."""
+        costs = norm_costs(
+            self.N,
+            self.dims,
+            [v.nnz_per_row for v in self.views],
+            sparse=all(v.sparse is not None for v in self.views),
+        )
+        return min(costs, key=costs.get)
+
+    def norm_sq(self, method: str | None = None) -> float:
+        """||M||_F^2, exactly, by ``method`` (default: :meth:`norm_method`)."""
+        method = self.norm_method() if method is None else method
+        if method == "sparse":
+            M = _sparse_moment([v.sparse for v in self.views])
+            return float(np.vdot(M, M))
+        if method == "unfolding":
+            return _unfolding_norm_sq(self.views)
+        if method != "gram":
+            raise ValueError(f"unknown norm method {method!r}")
+        return _gram_norm_sq(self.views)
+
+    def mode_grams(self, method: str | None = None) -> list[np.ndarray]:
+        """M_(p) M_(p)^T (d_p x d_p) for every mode, by the cheapest exact route
+        (:func:`mode_gram_costs`); the "sparse" route builds M (under 256 MB) from
+        sparse moments and discards it, the others never hold more than 64 MB."""
+        if method is None:
+            costs = mode_gram_costs(
+                self.N,
+                self.dims,
+                [v.nnz_per_row for v in self.views],
+                sparse=all(v.sparse is not None for v in self.views),
+            )
+            method = min(costs, key=costs.get)
+        if method == "sparse":
+            return _dense_mode_grams(_sparse_moment([v.sparse for v in self.views]))
+        if method == "unfolding":
+            return _unfolding_mode_grams(self.views)
+        if method != "gram":
+            raise ValueError(f"unknown mode-Gram method {method!r}")
+        return _gram_mode_grams(self.views)
+
+
+def _gram_block(N: int) -> int:
+    """Rows per block of the N x N Gram matrices: 2048 x 2048 doubles = 32 MB."""
+    return int(max(1, min(N, 2048)))
+
+
+def _gram_norm_sq(views: Sequence[WhitenedView]) -> float:
+    """(1/N^2) sum_{n,n'} prod_p <y_pn, y_pn'>, by blocks (never N x N at once)."""
+    from scipy.linalg.blas import dsyrk
+
+    N = views[0].N
+    B = _gram_block(N)
+    total = 0.0
+    starts = range(0, N, B)
+    for i in starts:
+        Yi = [v.rows(i, i + B) for v in views]
+        # Diagonal block: upper triangles only (SYRK, half the flops); the
+        # Hadamard product of upper triangles is the upper triangle of the product.
+        G = None
+        for yi in Yi:
+            g = dsyrk(1.0, np.asarray(yi, dtype=np.float64).T, trans=1)
+            G = g if G is None else G * g
+        total += 2.0 * G.sum() - np.trace(G)
+        for j in starts:
+            if j <= i:
+                continue
+            G = None
+            for v, yi in zip(views, Yi, strict=True):
+                g = yi @ v.rows(j, j + B).T
+                G = g if G is None else G * g
+            total += 2.0 * G.sum()
+    return total / N**2
+
+
+def _gram_mode_grams(views: Sequence[WhitenedView]) -> list[np.ndarray]:
+    """M_(p) M_(p)^T = Y_p^T (Hadamard_{q != p} Y_q Y_q^T) Y_p / N^2 for every p.
+
+    By blocks of the Gram matrices: Z_p = (Hadamard_{q != p} G_q) Y_p is accumulated
+    block by block (O(N d_p) memory), then Y_p^T Z_p. O(N^2 sum(d)) for the Grams,
+    plus 2 N^2 d_p + 2 N d_p^2 per mode; M is never formed.
+    """
+    N, m = views[0].N, len(views)
+    B = _gram_block(N)
+    Z = [np.zeros((N, v.d)) for v in views]
+    starts = range(0, N, B)
+    for i in starts:
+        Yi = [v.rows(i, i + B) for v in views]
+        for j in starts:
+            if j < i:
+                continue
+            Yj = Yi if j == i else [v.rows(j, j + B) for v in views]
+            G = [yi @ yj.T for yi, yj in zip(Yi, Yj, strict=True)]
+            for p in range(m):
+                H = None
+                for q in range(m):
+                    if q != p:
+                        H = G[q].copy() if H is None else H * G[q]
+                if H is None:  # one view: M is a vector
+                    H = np.ones_like(G[p])
+                Z[p][i : i + B] += H @ Yj[p]
+                if j > i:
+                    Z[p][j : j + B] += H.T @ Yi[p]
+    out = []
+    for p, v in enumerate(views):
+        A = v.tdot(Z[p]) / N**2
+        out.append((A + A.T) / 2)
+    return out
+
+
+def _unfolding_plan(
+    dims: Sequence[int], first: int | None = None
+) -> tuple[list[int], int] | None:
+    """Mode order and chunk J of the second mode for :func:`_unfolding_slabs`.
+
+    ``first`` (default: the largest mode) is the row mode of the unfolding; the
+    others follow, largest first. None when even J = 1 exceeds the block budget.
+    """
+    if first is None:
+        first = max(range(len(dims)), key=lambda p: dims[p])
+    others = sorted((q for q in range(len(dims)) if q != first), key=lambda q: -dims[q])
+    order = [first, *others]
+    d1 = dims[first]
+    rest = _prod(dims[p] for p in order[2:])
+    budget = _BLOCK_BYTES // 8
+    if d1 * rest > budget:
+        return None
+    return order, int(max(1, min(dims[order[1]], budget // (d1 * rest))))
+
+
+def _unfolding_slabs(views: Sequence[WhitenedView], first: int | None = None):
+    """Column blocks of the unfolding M_(first) = Y_f^T (kr_rows of the others) / N.
+
+    The columns are taken in chunks of the second mode and the samples in blocks,
+    so no more than 64 MB of M (and of the row-wise Khatri-Rao product) exist at a
+    time; the blocks partition the columns, so ||M||^2 and M_(f) M_(f)^T are sums
+    over them. O(2 N prod(d)) flops in all, in GEMMs.
+    """
+    dims = [v.d for v in views]
+    plan = _unfolding_plan(dims, first)
+    if plan is None:
+        raise ValueError("the unfolding route needs d_1 * d_3 * ... * d_m <= 8M")
+    order, J = plan
+    vs = [views[p] for p in order]
+    N, d2 = vs[0].N, vs[1].d
+    rest = int(_prod(v.d for v in vs[2:]))
+    for j0 in range(0, d2, J):
+        j1 = min(j0 + J, d2)
+        cols = (j1 - j0) * rest
+        B = _block_rows(N, 8 * cols)
+        acc = np.zeros((vs[0].d, cols))
+        for i in range(0, N, B):
+            Y = [v.rows(i, i + B) for v in vs]
+            KR = Y[1][:, j0:j1]
+            for Yq in Y[2:]:
+                KR = (KR[:, :, None] * Yq[:, None, :]).reshape(KR.shape[0], -1)
+            acc += Y[0].T @ KR
+        yield acc / N
+
+
+def _unfolding_norm_sq(views: Sequence[WhitenedView]) -> float:
+    """||M||^2 = ||Y_1^T (Y_2 kr_rows ... kr_rows Y_m)||^2 / N^2, by blocks.
+
+    Cheaper than the Gram route when N > prod(d) / sum(d) roughly.
+    """
+    return sum(float(np.vdot(a, a)) for a in _unfolding_slabs(views))
+
+
+def _unfolding_mode_grams(views: Sequence[WhitenedView]) -> list[np.ndarray]:
+    """M_(p) M_(p)^T for every p: one pass of :func:`_unfolding_slabs` per mode."""
+    out = []
+    for p, v in enumerate(views):
+        A = np.zeros((v.d, v.d))
+        for a in _unfolding_slabs(views, p):
+            A += a @ a.T
+        out.append(A)
+    return out
+
+
+def _dense_mode_grams(M: np.ndarray) -> list[np.ndarray]:
+    out = []
+    for p in range(M.ndim):
+        Mp = np.moveaxis(M, p, 0).reshape(M.shape[p], -1)
+        out.append(Mp @ Mp.T)
+    return out
+
+
+def mode_gram_costs(
+    N: int,
+    dims: Sequence[int],
+    nnz: Sequence[float] | None = None,
+    *,
+    sparse: bool = False,
+) -> dict[str, float]:
+    """Flops of the exact routes to all M_(p) M_(p)^T (inf where one does not apply).
+
+    gram:      3 N^2 sum(d) + 2 N sum(d^2)   (:func:`_gram_mode_grams`)
+    unfolding: m * 2 N prod(d) + 2 prod(d) sum(d)   (one slab pass per mode)
+    sparse:    :func:`sparse_moment_cost` + 2 prod(d) sum(d)   (M built from sparse
+               moments, under 256 MB, then discarded)
+    """
+    prod, sd = _prod(dims), float(sum(dims))
+    costs = {"gram": 3.0 * N * N * sd + 2.0 * N * float(sum(d * d for d in dims))}
+    ok = all(_unfolding_plan(dims, p) for p in range(len(dims)))
+    costs["unfolding"] = (len(dims) * 2.0 * N + 2 * sd) * prod if ok else np.inf
+    costs["sparse"] = np.inf
+    if sparse and nnz is not None and 8 * prod <= _NORM_DENSE_MAX_BYTES:
+        costs["sparse"] = sparse_moment_cost(N, dims, nnz) + 2 * sd * prod
+    return costs
+
+
+def norm_costs(
+    N: int,
+    dims: Sequence[int],
+    nnz: Sequence[float] | None = None,
+    *,
+    sparse: bool = False,
+) -> dict[str, float]:
+    """Flops of the exact routes to ||M||^2 (inf where a route does not apply).
+
+    gram:      N^2 sum(d)            (the upper triangle of blocks of G_p = Y_p Y_p^T)
+    unfolding: 2 N prod(d)           (if d_1 d_3 ... d_m fits a 64 MB block)
+    sparse:    see :func:`sparse_moment_cost` (all views sparse, M under 256 MB)
+    """
+    prod = _prod(dims)
+    costs = {"gram": float(N) * N * float(sum(dims))}
+    costs["unfolding"] = 2.0 * N * prod if _unfolding_plan(dims) else np.inf
+    costs["sparse"] = np.inf
+    if sparse and nnz is not None and 8 * prod <= _NORM_DENSE_MAX_BYTES:
+        costs["sparse"] = sparse_moment_cost(N, dims, nnz)
+    return costs
+
+
+def sparse_moment_cost(N: int, dims: Sequence[int], nnz: Sequence[float]) -> float:
+    """Cost of :func:`_sparse_moment` in GEMM-flop equivalents.
+
+    Every raw moment of two or more views costs N prod_{p in S} nnz_p sparse
+    multiply-adds (weighted by ``_SPARSE_OP_COST``); centering and whitening the
+    result cost 2^m prod(d) + 2 prod(d) sum(d) dense flops.
+    """
+    from itertools import combinations
+
+    m = len(dims)
+    sparse_ops = sum(
+        _prod(nnz[p] for p in S)
+        for k in range(2, m + 1)
+        for S in combinations(range(m), k)
+    )
+    prod = _prod(dims)
+    return _SPARSE_OP_COST * N * sparse_ops + (2**m + 2 * sum(dims)) * prod
 
 
 def correlations(
@@ -140,31 +431,56 @@ def correlations(
     """rho_k = (1/N) sum_n prod_p (Y_p U_p)[n, k], by blocks of samples (Theorem 1).
 
     Blocks keep memory at O(block * r) rather than O(N r) per view, which matters
-    for SecStr's 1.3M samples at r = 300 (3 GB per N x r array).
+    for SecStr's 1.3M samples at r = 300 (3 GB per N x r array). Sparse views are
+    multiplied in sparse form, X (W U) - 1 (mean^T W U), never densified.
     """
     N, r = views[0].N, factors[0].shape[1]
     B = _block_rows(N, 8 * r)
+    sparse = []
+    for v, U in zip(views, factors, strict=True):
+        if v.is_sparse:
+            WU = v.W @ U
+            sparse.append((WU, v.mean @ WU))
+        else:
+            sparse.append(None)
     total = np.zeros(r)
     for i in range(0, N, B):
         H = None
-        for v, U in zip(views, factors, strict=True):
-            P = v.rows(i, i + B) @ U
-            H = P if H is None else H * P
+        for v, U, s in zip(views, factors, sparse, strict=True):
+            if s is None:
+                P = v.Y[i : i + B] @ U
+            else:
+                P = np.asarray(v.X[i : i + B] @ s[0])
+                P -= s[1]
+            if H is None:
+                H = P
+            else:
+                H *= P
         total += H.sum(axis=0)
     return total / N
 
 
-def dense_moment(views: Sequence[WhitenedView]) -> np.ndarray:
+def dense_moment(
+    views: Sequence[WhitenedView], *, exploit_sparsity: bool = True
+) -> np.ndarray:
     """Build M (d_1 x ... x d_m).
 
     Dense views: by blocks of samples, M_(1) = Y_1^T (Y_2 kr_rows ... kr_rows Y_m) / N,
     where kr_rows is the row-wise Khatri-Rao (face-splitting) product; blocks keep
-    that product under 64 MB. Sparse views: see :func:`_sparse_moment`.
+    that product under 64 MB. Views that all have a sparse form (given sparse, or
+    dense and mostly zeros, see :class:`WhitenedView`) go through
+    :func:`_sparse_moment` when its cost model says it is cheaper; with
+    ``exploit_sparsity=False`` only views given sparse do (the paper's route on
+    dense input, kept as the reference).
     """
-    if all(v.Y is None for v in views):
-        return _sparse_moment(views)
-    dims = [v.d for v in views]
     N = views[0].N
+    dims = [v.d for v in views]
+    if all(v.sparse is not None for v in views) and (
+        exploit_sparsity or all(v.is_sparse for v in views)
+    ):
+        nnz = [v.nnz_per_row for v in views]
+        if sparse_moment_cost(N, dims, nnz) < 2.0 * N * _prod(dims):
+            return _sparse_moment([v.sparse for v in views])
     rest = int(np.prod(dims[1:]))
     M = np.zeros((dims[0], rest))
     B = _block_rows(N, 8 * rest)
@@ -193,10 +509,56 @@ def _rowwise_kron(A: sp.csr_matrix, B: sp.csr_matrix) -> sp.csr_matrix:
     )
 
 
-def _raw_moment(Xs: Sequence[sp.csr_matrix], block: int = 200_000) -> np.ndarray:
-    """(1/N) sum_n x_1n o ... o x_kn of sparse rows, k >= 2, by blocks of rows."""
+#: Most non-zeros of a row-wise Khatri-Rao block in :func:`_raw_moment`.
+_KR_MAX_NNZ = 2_000_000
+
+
+def _padded_rows(X: sp.csr_matrix, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Column indices and values of each row of X, padded with (0, 0.0) to width."""
+    N = X.shape[0]
+    lengths = np.diff(X.indptr)
+    pos = np.arange(X.nnz) - np.repeat(X.indptr[:-1], lengths)
+    rows = np.repeat(np.arange(N), lengths)
+    idx = np.zeros((N, width), dtype=np.int64)
+    val = np.zeros((N, width))
+    idx[rows, pos] = X.indices
+    val[rows, pos] = X.data
+    return idx, val
+
+
+def _raw_moment(Xs: Sequence[sp.csr_matrix], block: int | None = None) -> np.ndarray:
+    """(1/N) sum_n x_1n o ... o x_kn of sparse rows, k >= 2, by blocks of rows.
+
+    When no row has many more non-zeros than the average (one-hot data: exactly as
+    many as positions), every row's prod_p nnz_p products and their flat indices
+    into the tensor are formed by broadcasting padded index/value arrays and summed
+    with ``np.bincount``. Otherwise the row-wise Khatri-Rao product of views 2..k is
+    formed sparse and multiplied by view 1 (a sparse-sparse product).
+    """
     N = Xs[0].shape[0]
     dims = [X.shape[1] for X in Xs]
+    size = int(np.prod(dims))
+    widths = [int(np.diff(X.indptr).max(initial=0)) for X in Xs]
+    mean_nnz = [max(X.nnz / max(N, 1), 1e-12) for X in Xs]
+    if _prod(widths) <= 2.0 * _prod(mean_nnz) and size < 2**62:
+        per_row = max(1, int(_prod(widths)))
+        B = block or int(max(1, min(N, _KR_MAX_NNZ // per_row)))
+        flat = np.zeros(size)
+        strides = np.cumprod([1, *dims[::-1]])[::-1][1:]  # C-order strides
+        for i in range(0, N, B):
+            idx = np.zeros((min(B, N - i),) + (1,) * len(Xs), dtype=np.int64)
+            val = np.ones(idx.shape)
+            for p, X in enumerate(Xs):
+                ip, vp = _padded_rows(X[i : i + B], widths[p])
+                shape = [ip.shape[0]] + [1] * len(Xs)
+                shape[p + 1] = widths[p]
+                idx = idx + (ip * strides[p]).reshape(shape)
+                val = val * vp.reshape(shape)
+            flat += np.bincount(idx.ravel(), val.ravel(), minlength=size)
+        return (flat / N).reshape(dims)
+    if block is None:
+        per_row = _prod(max(X.nnz / max(N, 1), 1.0) for X in Xs[1:])
+        block = int(max(1, min(N, 200_000, _KR_MAX_NNZ // per_row)))
     T = np.zeros((dims[0], int(np.prod(dims[1:]))))
     for i in range(0, N, block):
         KR = Xs[1][i : i + block]
@@ -206,9 +568,10 @@ def _raw_moment(Xs: Sequence[sp.csr_matrix], block: int = 200_000) -> np.ndarray
     return (T / N).reshape(dims)
 
 
-def _sparse_moment(views: Sequence[WhitenedView]) -> np.ndarray:
+def _sparse_moment(parts: Sequence[tuple]) -> np.ndarray:
     """M from sparse views without densifying them: moments, then centering.
 
+    ``parts`` holds each view's ``(X as CSR, mean, W)`` (:attr:`WhitenedView.sparse`).
     E[o_p (x_p - mu_p)] = sum over subsets S of the views of
     E[o_{p in S} x_p] o (o_{p not in S} -mu_p), and each raw moment costs
     sum_n prod_p nnz(x_pn) (125 products per sample for one-hot SecStr views) instead
@@ -216,50 +579,69 @@ def _sparse_moment(views: Sequence[WhitenedView]) -> np.ndarray:
     """
     from itertools import combinations
 
-    m = len(views)
+    m = len(parts)
+    Xs = [X for X, _, _ in parts]
+    means = [mu for _, mu, _ in parts]
     letters = "abcdefghij"[:m]
-    C = np.zeros([v.X.shape[1] for v in views])
+    C = np.zeros([X.shape[1] for X in Xs])
     for k in range(m + 1):
         for S in combinations(range(m), k):
             if k >= 2:
-                T = _raw_moment([views[p].X for p in S])
+                T = _raw_moment([Xs[p] for p in S])
             elif k == 1:
-                T = views[S[0]].mean
+                T = means[S[0]]
             else:
                 T = np.float64(1.0)
             rest = [p for p in range(m) if p not in S]
             expr = ",".join(
                 ["".join(letters[p] for p in S)] + [letters[p] for p in rest]
             )
-            C += np.einsum(expr + "->" + letters, T, *(-views[p].mean for p in rest))
-    for p, v in enumerate(views):
-        C = np.moveaxis(np.tensordot(v.W.T, C, axes=(1, p)), 0, p)
-    return C
+            C += np.einsum(expr + "->" + letters, T, *(-means[p] for p in rest))
+    for p, (_, _, W) in enumerate(parts):
+        C = np.moveaxis(np.tensordot(W.T, C, axes=(1, p)), 0, p)
+    return np.ascontiguousarray(C)
 
 
-def dense_mttkrp(M: np.ndarray, factors: Sequence[np.ndarray], p: int) -> np.ndarray:
+def dense_mttkrp(
+    M: np.ndarray, factors: Sequence[np.ndarray], p: int, cache: dict | None = None
+) -> np.ndarray:
     """MTTKRP of a dense tensor without forming the Khatri-Rao product.
 
     One GEMM contracts the first or last mode (whichever is not p), giving a tensor
     with a trailing rank axis; the other modes are then contracted component-wise.
     O(r prod(d)) time like tensorly's ``unfolding_dot_khatri_rao``, but without its
     (prod(d) / d_p) x r Khatri-Rao matrix, which dominates tensorly's sweep.
+
+    With a ``cache`` dict, the GEMM with the last factor, T = M x_m U_m, is kept
+    and reused while ``factors[-1]`` is the same array: ALS updates modes
+    0, ..., m-2 with U_m fixed, so a sweep does two GEMMs over M instead of m
+    (a one-level dimension tree). Same values; the caller must not modify a
+    factor in place.
     """
     m, dims = M.ndim, M.shape
     r = factors[0].shape[1]
     letters = "abcdefghij"[:m]
     if p != m - 1:
-        T = (M.reshape(-1, dims[-1]) @ factors[-1]).reshape(*dims[:-1], r)
+        hit = cache.get("last") if cache is not None else None
+        if hit is not None and hit[0] is factors[-1]:
+            T = hit[1]
+        else:
+            T = (M.reshape(-1, dims[-1]) @ factors[-1]).reshape(*dims[:-1], r)
+            if cache is not None:
+                cache["last"] = (factors[-1], T)
         modes = list(range(m - 1))
     else:
-        T = np.moveaxis(
-            (factors[0].T @ M.reshape(dims[0], -1)).reshape(r, *dims[1:]), 0, -1
-        )
+        # M_(1)^T U_1 (a transposed GEMM, no copy of M) keeps the rank axis last
+        # and contiguous for the component-wise contractions.
+        T = (M.reshape(dims[0], -1).T @ factors[0]).reshape(*dims[1:], r)
         modes = list(range(1, m))
     others = [q for q in modes if q != p]
     expr = "".join(letters[q] for q in modes) + "z"
     expr += "".join("," + letters[q] + "z" for q in others) + "->" + letters[p] + "z"
-    return np.einsum(expr, T, *(factors[q] for q in others), optimize=len(others) > 1)
+    # ALS's factors are Fortran-ordered (transposes of solves); einsum runs about
+    # 4x faster on C-ordered operands with the rank axis contiguous.
+    ops = (np.ascontiguousarray(factors[q]) for q in others)
+    return np.einsum(expr, T, *ops, optimize=len(others) > 1)
 
 
 def tensorly_mttkrp(M: np.ndarray, factors: Sequence[np.ndarray], p: int) -> np.ndarray:
@@ -278,23 +660,23 @@ def engine_costs(
 ) -> dict[str, float]:
     """Estimated flops of a whole fit with each engine.
 
-    dense:    2 N prod(d)            (build M from dense views)
-              or N prod(nnz) + 2^m m prod(d)   (from sparse views with nnz non-zeros
-                                      per row on average, see ``_sparse_moment``)
-              + S * m * 2 r prod(d)  (S sweeps of m MTTKRPs on the dense tensor)
-    implicit: 2 N^2 sum(d)           (||M||^2 from the Gram blocks)
-              + S * 4 N r sum(d)     (per sweep: Y_p U_p and Y_p^T H for every p)
+    dense:    build + S * 2 * 2 r prod(d)   (S sweeps of two GEMMs over M: the
+                                            contraction with U_m serves m - 1 modes)
+              build = 2 N prod(d) for dense views, or the cheaper
+              :func:`sparse_moment_cost` when every view is sparse with ``nnz``
+              non-zeros per row on average
+    implicit: min(:func:`norm_costs`)       (||M||^2 by the cheapest exact route)
+              + S * 4 N r sum(d)            (per sweep: Y_p U_p and Y_p^T H for every p)
     with S = 50 sweeps. Memory: dense needs 8 prod(d) bytes, implicit 8 m N r.
     """
-    m = len(dims)
-    prod = float(np.prod(np.asarray(dims, dtype=float)))
+    prod = _prod(dims)
     sd = float(sum(dims))
-    if nnz is None:
-        build = 2.0 * N * prod
-    else:
-        build = N * float(np.prod(np.asarray(nnz, dtype=float))) + 2**m * m * prod
-    dense = build + _COST_SWEEPS * m * 2 * rank * prod
-    implicit = 2.0 * N * N * sd + _COST_SWEEPS * 4.0 * N * rank * sd
+    build = 2.0 * N * prod
+    if nnz is not None:
+        build = min(build, sparse_moment_cost(N, dims, nnz))
+    dense = build + _COST_SWEEPS * 2 * 2 * rank * prod
+    norm = min(norm_costs(N, dims, nnz, sparse=nnz is not None).values())
+    implicit = norm + _COST_SWEEPS * 4.0 * N * rank * sd
     return {"dense": dense, "implicit": implicit, "dense_bytes": 8 * prod}
 
 
@@ -336,6 +718,8 @@ class MomentEngine:
         self._M = None
         self._norm_sq = None
         self._op = ImplicitMoment(self.views) if name == "implicit" else None
+        self._tree: dict = {}
+        self._mode_grams = None
 
     @classmethod
     def choose(
@@ -344,20 +728,24 @@ class MomentEngine:
         """The engine ``algorithm`` names, or the cost model's pick for ``"auto"``."""
         N = views[0].N
         dims = [v.d for v in views]
-        sparse = all(v.Y is None for v in views)
-        nnz = [v.X.nnz / N for v in views] if sparse else None
+        sparse = all(v.sparse is not None for v in views)
+        nnz = [v.nnz_per_row for v in views] if sparse else None
         return cls(views, choose_engine(N, dims, rank, algorithm, nnz))
 
     @property
     def M(self) -> np.ndarray:
         if self._M is None:
-            self._M = dense_moment(self.views)
+            # The reference route ("tensorly") builds M from dense input as given.
+            self._M = dense_moment(self.views, exploit_sparsity=self.name != "tensorly")
         return self._M
 
     @property
     def norm_sq(self) -> float:
         if self._norm_sq is None:
-            if self._op is not None:
+            if self._op is not None and self._mode_grams is not None:
+                # ||M||^2 = trace(M_(1) M_(1)^T), free once the HOSVD is done
+                self._norm_sq = float(np.trace(self._mode_grams[0]))
+            elif self._op is not None:
                 self._norm_sq = self._op.norm_sq()
             else:
                 self._norm_sq = float(np.vdot(self.M, self.M))
@@ -368,7 +756,29 @@ class MomentEngine:
             return self._op.mttkrp(factors, p)
         if self.name == "tensorly":
             return tensorly_mttkrp(self.M, factors, p)
-        return dense_mttkrp(self.M, factors, p)
+        return dense_mttkrp(self.M, factors, p, cache=self._tree)
+
+    def mode_grams(self) -> list[np.ndarray]:
+        """M_(p) M_(p)^T for every mode (exact HOSVD), computed once."""
+        if self._mode_grams is None:
+            if self._op is not None:
+                self._mode_grams = self._op.mode_grams()
+            else:
+                self._mode_grams = _dense_mode_grams(self.M)
+        return self._mode_grams
+
+    def correlations(self, factors: Sequence[np.ndarray]) -> np.ndarray:
+        """rho_k = (1/N) sum_n prod_p (Y_p U_p)[n, k] = <M, u_1k o ... o u_mk>.
+
+        With M built (dense engines), from M: one MTTKRP, O(r prod(d)), whatever N
+        (SecStr with 1.3M samples: 0.7 GFLOP instead of a pass over the data).
+        Otherwise by blocks of samples (:func:`correlations`). Same values to
+        rounding.
+        """
+        if self._M is None:
+            return correlations(self.views, factors)
+        B = dense_mttkrp(self._M, factors, 0)
+        return np.einsum("az,az->z", B, factors[0])
 
     def decompose(
         self, rank: int, *, init, max_iter: int, tol: float, rng: np.random.Generator
@@ -381,7 +791,9 @@ class MomentEngine:
         """
         from ._als import cp_als, init_factors, normalize_cp
 
-        U0 = init_factors(self.mttkrp, self.dims, rank, init, rng)
+        U0 = init_factors(
+            self.mttkrp, self.dims, rank, init, rng, mode_grams=self.mode_grams
+        )
         if self.name == "tensorly":
             import tensorly as tl
             from tensorly.decomposition import parafac
@@ -445,7 +857,9 @@ class MomentEngine:
                 rng = as_generator(random_state)
             start = init
             if warm_start and previous is not None:
-                fresh = init_factors(self.mttkrp, self.dims, r, init, rng)
+                fresh = init_factors(
+                    self.mttkrp, self.dims, r, init, rng, mode_grams=self.mode_grams
+                )
                 k = previous[0].shape[1]
                 start = [
                     np.hstack([U, F[:, k:]])

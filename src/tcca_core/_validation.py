@@ -7,6 +7,7 @@ parameter or value, so that a user can fix the call without reading the source.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from numbers import Integral, Real
 
 import numpy as np
@@ -15,11 +16,39 @@ import scipy.sparse as sp
 __all__ = [
     "as_generator",
     "check_views",
+    "check_varying",
+    "named_als_failure",
     "check_eps",
+    "check_magnitude",
     "check_n_components",
     "check_positive_int",
     "check_tol",
 ]
+
+
+# Real numeric dtype kinds accepted as input: bool, signed and unsigned int, float.
+# Complex input would be cast to real with only a ComplexWarning; datetimes,
+# timedeltas, strings and objects have no meaning here.
+_NUMERIC_KINDS = "biuf"
+
+
+def check_magnitude(data, shape, what: str) -> None:
+    """Reject finite values so large that sums of their squares overflow float64.
+
+    Covariances, Gram matrices and distances sum ``max(shape)`` products of two
+    entries; beyond ``sqrt(max_float / (4 max(shape)))`` they can reach infinity
+    and the fit would return NaN.
+    """
+    if np.size(data) == 0:
+        return
+    amax = float(np.max(np.abs(data)))
+    limit = float(np.sqrt(np.finfo(np.float64).max / (4.0 * max(shape))))
+    if amax > limit:
+        raise ValueError(
+            f"{what} has entries up to {amax:.3g} in magnitude; sums of their "
+            f"squares overflow float64 (the limit for shape {tuple(shape)} is "
+            f"{limit:.3g}); rescale the data"
+        )
 
 
 def _check_one_view(X, p: int, *, accept_sparse: bool, dtype):
@@ -30,9 +59,13 @@ def _check_one_view(X, p: int, *, accept_sparse: bool, dtype):
                 f"view {p} is a sparse matrix, but this estimator needs dense input; "
                 "convert it with .toarray()"
             )
-        X = sp.csr_matrix(X, dtype=dtype)
         if X.ndim != 2:
             raise ValueError(f"view {p} must be 2-D, got {X.ndim}-D")
+        if X.dtype.kind not in _NUMERIC_KINDS:
+            raise ValueError(
+                f"view {p} has dtype {X.dtype}; pass real numbers (float, int, bool)"
+            )
+        X = sp.csr_matrix(X, dtype=dtype)
         data = X.data
     else:
         try:
@@ -47,8 +80,10 @@ def _check_one_view(X, p: int, *, accept_sparse: bool, dtype):
             raise ValueError(
                 f"view {p} must be 2-D (n_samples, n_features), got shape {X.shape}"
             )
-        if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
-            raise ValueError(f"view {p} has non-numeric dtype {X.dtype}")
+        if X.dtype.kind not in _NUMERIC_KINDS:
+            raise ValueError(
+                f"view {p} has dtype {X.dtype}; pass real numbers (float, int, bool)"
+            )
         X = np.ascontiguousarray(X, dtype=dtype)
         data = X
     if X.shape[1] == 0:
@@ -56,6 +91,7 @@ def _check_one_view(X, p: int, *, accept_sparse: bool, dtype):
     if not np.all(np.isfinite(data)):
         n_bad = int(np.size(data) - np.count_nonzero(np.isfinite(data)))
         raise ValueError(f"view {p} contains NaN or infinity ({n_bad} entries)")
+    check_magnitude(data, X.shape, f"view {p}")
     return X
 
 
@@ -124,6 +160,54 @@ def check_views(
                     f"fitted with {d}"
                 )
     return out
+
+
+def _is_constant(X) -> bool:
+    """Whether every row of a dense or sparse 2-D matrix is the same."""
+    if X.shape[0] <= 1:
+        return True
+    hi, lo = X.max(axis=0), X.min(axis=0)
+    if sp.issparse(hi):
+        hi, lo = hi.toarray(), lo.toarray()
+    return bool(np.array_equal(hi, lo))
+
+
+def check_varying(views, name: str, skip=()) -> None:
+    """Reject a view whose rows are all equal: after centering it is zero, so the
+    moment tensor (a product over all views) is zero and ``name`` has no component.
+    Views whose index is in ``skip`` (precomputed kernels) are not checked.
+    """
+    for p, X in enumerate(views):
+        if p not in skip and _is_constant(X):
+            raise ValueError(
+                f"view {p} is constant over the samples (all rows are equal), so "
+                f"the moment tensor is zero and {name} has no component"
+            )
+
+
+@contextmanager
+def named_als_failure(name: str, n_components):
+    """Turn numpy's bare ``LinAlgError: Singular matrix`` from ALS into a message.
+
+    ALS solves with the Hadamard product of the factors' Gram matrices, which is
+    exactly singular when the moment tensor is zero to rounding (e.g. N = 2 samples
+    and an odd number of views: the two centered samples are opposite, so every odd
+    moment cancels), or when a factor column lies in the null space of its mode
+    (a view whose whitened data spans fewer directions than ``n_components``, such
+    as one with a constant column, started from ``init="svd"``).
+    """
+    try:
+        yield
+    except np.linalg.LinAlgError as exc:
+        raise ValueError(
+            f"{name}: ALS failed ({exc}). Either the whitened moment tensor is zero "
+            "to rounding (too few samples, e.g. N = 2 with an odd number of views, "
+            "views symmetric about their mean, or data far smaller than sqrt(eps)), "
+            "or a view's centered data spans fewer directions than "
+            f"n_components={n_components} (constant or duplicated columns) and a "
+            "component started in its null space; try init='random', fewer "
+            "components, more samples or standardized views"
+        ) from exc
 
 
 def check_eps(eps, name: str = "eps") -> float:

@@ -19,6 +19,8 @@ from sklearn.metrics.pairwise import (
     rbf_kernel,
 )
 
+from ._validation import check_magnitude
+
 __all__ = [
     "KERNELS",
     "ViewKernel",
@@ -89,15 +91,25 @@ class ViewKernel:
                     f"a precomputed kernel must be square, got shape {K.shape}"
                 )
             self.n_train_ = K.shape[0]
+            self.n_features_in_ = K.shape[1]  # a cross kernel has n_train columns
             return K
         self.X_ = X
+        self.n_features_in_ = X.shape[1]
         if self.kernel in _DISTANCES:
             D = _DISTANCES[self.kernel](X)
             scale = float(D.max())
             # All training samples identical: any positive scale gives K = 1.
             self.scale_ = scale if scale > 0 else 1.0
             return np.exp(-D / self.scale_)
-        return self._eval(X, X)
+        K = self._eval(X, X)
+        if not np.all(np.isfinite(K)):
+            raise ValueError(
+                "the kernel matrix contains NaN or infinity (overflow in the kernel "
+                "function?); rescale the features"
+            )
+        # KTCCA and KCCA form K^2: a linear kernel of large features overflows.
+        check_magnitude(K, K.shape, "the kernel matrix")
+        return K
 
     def cross(self, Y) -> np.ndarray:
         """Kernel between new samples (rows of Y) and the training samples."""

@@ -25,7 +25,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics.pairwise import euclidean_distances
 
-from ._validation import check_eps, check_positive_int
+from ._validation import check_eps, check_magnitude, check_positive_int
 
 __all__ = [
     "RLS",
@@ -46,16 +46,25 @@ _CHUNK = 4096
 
 def _check_xy(X, y):
     """Return X (dense float array or CSR) and y (1-D) checked for shape and NaN."""
+    if not sp.issparse(X):
+        X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+    if X.dtype.kind not in "biuf":
+        raise ValueError(f"X has dtype {X.dtype}; pass real numbers (float, int, bool)")
     if sp.issparse(X):
         X = sp.csr_matrix(X, dtype=np.float64)
         data = X.data
     else:
         X = np.asarray(X, dtype=np.float64)
         data = X
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+    if y is not None and X.shape[0] == 0:
+        raise ValueError(f"X has no samples (shape {X.shape})")
+    if X.shape[1] == 0:
+        raise ValueError(f"X has no features (shape {X.shape})")
     if not np.all(np.isfinite(data)):
         raise ValueError("X contains NaN or infinity")
+    check_magnitude(data, X.shape, "X")
     if y is not None:
         y = np.asarray(y)
         if y.ndim != 1:
@@ -211,7 +220,14 @@ class KernelRLS(ClassifierMixin, BaseEstimator):
         Y, self.classes_ = one_vs_rest_targets(y)
         N_l = K.shape[0]
         G = K + 1.0 + gamma * N_l * np.eye(N_l)
-        self.dual_coef_ = sla.solve((G + G.T) / 2, Y, assume_a="pos")
+        try:
+            self.dual_coef_ = sla.solve((G + G.T) / 2, Y, assume_a="pos")
+        except np.linalg.LinAlgError:
+            low = float(np.linalg.eigvalsh((K + K.T) / 2)[0])
+            raise ValueError(
+                "K + 1 + gamma N_l I is not positive definite: the training kernel "
+                f"is not positive semidefinite (smallest eigenvalue {low:.3g})"
+            ) from None
         return self
 
     def decision_function(self, K) -> np.ndarray:

@@ -79,6 +79,7 @@ METHOD_LABELS: dict[str, str] = {
     "dse": "DSE",
     "ssmvd": "SSMVD",
     "tcca": "TCCA",
+    "tcca_nc": "TCCA (uncentered)",
     "bsk": "BSK",
     "avg": "AVG",
     "kcca_bst": "KCCA (BST)",
@@ -712,6 +713,7 @@ _STYLE = {
     "dse": ("C4", "v"),
     "ssmvd": ("C5", "D"),
     "tcca": ("C3", "*"),
+    "tcca_nc": ("C6", "P"),
     "bsk": ("0.55", ""),
     "avg": ("0.1", ""),
     "kcca_bst": ("C0", "o"),
@@ -938,9 +940,22 @@ def table_record(
     records: Mapping[str, list[dict]],
     *,
     cost: pd.DataFrame | None = None,
+    curves: pd.DataFrame | None = None,
+    cost_r: pd.DataFrame | None = None,
+    cost_selected: pd.DataFrame | None = None,
     threads=None,
 ) -> dict:
-    """The machine-readable content of one table (``results/tables/<name>.json``)."""
+    """The machine-readable content of one table (``results/tables/<name>.json``).
+
+    ``curves`` (:func:`accuracy_curves`), ``cost_r`` (:func:`cost_by_r`) and
+    ``cost_selected`` (:func:`cost_at_selected`) add the numbers behind the figures
+    and the cost table, so that REPRODUCTION.md can check the paper's
+    claims about the shape of the curves from the summary alone.
+    """
+
+    def records_of(df):
+        return json.loads(df.to_json(orient="records")) if df is not None else []
+
     return {
         "table": name,
         "title": spec.get("title", ""),
@@ -949,9 +964,10 @@ def table_record(
         "columns": [dict(c) for c in spec.get("columns", [])],
         "readings": READINGS,
         "accuracy": records,
-        "cost_at_selected_r": (
-            json.loads(cost.to_json(orient="records")) if cost is not None else []
-        ),
+        "cost_at_selected_r": records_of(cost),
+        "curves": records_of(curves),
+        "cost_by_r": records_of(cost_r),
+        "cost_selected": records_of(cost_selected),
         "threads": threads,
     }
 

@@ -1,35 +1,203 @@
 # Configuration checks, wildcard constraints, path helpers and targets. No rules here.
+#
+# The configuration is checked before any job runs, in three steps, each failing with
+# "invalid config: <key>: <what is wrong>":
+#   1. the JSON schema (workflow/schemas/config.schema.yaml): unknown keys, wrong types,
+#      empty lists and grids, unknown methods, bad names (one line per problem, instead
+#      of Snakemake's dump of the whole schema);
+#   2. Snakemake's own validation, which also fills in the schema's defaults;
+#   3. cross-references and bounds (_resolve_settings): data sets, method sets and
+#      settings named elsewhere, data-set options, method options, and r grids above
+#      the largest r the setting's methods can return.
 
+import difflib
 import functools
+import importlib.util
 import re
 from pathlib import Path
 
+import jsonschema
+import yaml
 from snakemake.utils import validate
 
 from tcca_core import datasets as tcca_datasets
 
-validate(config, schema="../schemas/config.schema.yaml")
+_SCHEMA_PATH = Path(workflow.current_basedir).parent / "schemas" / "config.schema.yaml"
+_spec = importlib.util.spec_from_file_location(
+    "tcca_workflow_common",
+    Path(workflow.current_basedir).parent / "scripts" / "_common.py",
+)
+wf_common = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(wf_common)
 
 
 class ConfigError(ValueError):
-    """A configuration error found after schema validation; names the offending key."""
+    """A configuration error found before any job runs; names the offending key."""
 
 
 def _fail(key, message):
     raise ConfigError(f"invalid config: {key}: {message}")
 
 
+def _key(path, *more):
+    """Dotted key of a path into the config: datasets.ads.settings.l100, columns[0]."""
+    out = ""
+    for part in [*path, *more]:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+    return out or "<top level>"
+
+
+def _short(value, limit=80):
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _describe(error):
+    """(key, message) for one jsonschema error, descending into oneOf alternatives."""
+    path, kind = list(error.absolute_path), error.validator
+    if kind == "oneOf" and error.context:
+        alternatives = error.validator_value
+        if all("required" in a for a in alternatives):
+            names = [n for a in alternatives for n in a["required"]]
+            return _key(path), f"give exactly one of {', '.join(names)}"
+        # drop the alternatives that fail on the type: they are not what was meant
+        by_alt = {}
+        for sub in error.context:
+            by_alt.setdefault(sub.relative_schema_path[0], []).append(sub)
+        meant = [
+            subs
+            for subs in by_alt.values()
+            if not any(
+                s.validator == "type" and len(s.absolute_path) == len(path)
+                for s in subs
+            )
+        ]
+        if len(meant) == 1:
+            return _describe(min(meant[0], key=lambda s: -len(s.absolute_path)))
+        return _key(path), (
+            f"{_short(error.instance)} is not valid here: "
+            + "; or ".join(sorted({s.message for s in error.context}))[:300]
+        )
+    if kind == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        extra = [k for k in error.instance if k not in allowed]
+        hints = difflib.get_close_matches(extra[0], allowed, n=1) if allowed else []
+        return _key(path, extra[0]), (
+            "unknown key"
+            + (f" (did you mean {hints[0]!r}?)" if hints else "")
+            + (f"; allowed: {', '.join(allowed)}" if allowed else "")
+        )
+    if "propertyNames" in error.schema_path:
+        name = error.instance
+        if kind == "enum":
+            what = (
+                "method" if "method" in error.schema.get("description", "") else "name"
+            )
+            return _key(path, name), (
+                f"unknown {what} {name!r}; choose one of "
+                + ", ".join(error.validator_value)
+            )
+        return _key(path, name), f"invalid name {name!r}: {error.message}"
+    if kind == "required":
+        missing = [r for r in error.validator_value if r not in error.instance]
+        return _key(path, missing[0]), "required key is missing"
+    if kind in ("minItems", "minProperties"):
+        return _key(path), f"must not be empty (got {_short(error.instance)})"
+    if kind == "type":
+        return _key(path), (
+            f"expected {error.validator_value}, got {_short(error.instance)} "
+            f"({type(error.instance).__name__})"
+        )
+    if kind == "enum":
+        return _key(path), (
+            f"{_short(error.instance)} is not one of "
+            f"{', '.join(map(str, error.validator_value))}"
+        )
+    return _key(path), error.message
+
+
+def check_schema(cfg, schema_path=_SCHEMA_PATH):
+    """Raise ConfigError listing every schema violation, one line each, key first."""
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    problems = sorted({_describe(e) for e in validator.iter_errors(cfg)})
+    if problems:
+        raise ConfigError(
+            "\n".join(f"invalid config: {key}: {msg}" for key, msg in problems)
+            + "\n(see config/README.md and workflow/schemas/config.schema.yaml)"
+        )
+
+
+check_schema(config)
+validate(config, schema="../schemas/config.schema.yaml")  # fills in the defaults
+
+
+def _check_method_options(key, methods):
+    """Options of each method of a method set against what the method accepts."""
+    for method, params in methods.items():
+        allowed = wf_common.METHOD_OPTIONS.get(method)
+        for option in params or {}:
+            if allowed is not None and option not in allowed:
+                hints = difflib.get_close_matches(option, allowed, n=1)
+                _fail(
+                    f"{key}.{method}.{option}",
+                    f"{method} has no option {option!r}"
+                    + (f" (did you mean {hints[0]!r}?)" if hints else "")
+                    + f"; allowed: {', '.join(allowed) or 'none'}",
+                )
+
+
+def _check_r_grid(dataset, dcfg, setting, s):
+    """An r above the largest r any method of the setting can return is an error."""
+    grid = wf_common.R_GRID_PAPER if s["r_grid"] == "paper" else s["r_grid"]
+    bound = wf_common.r_bound(
+        dataset,
+        s["methods"],
+        views=s.get("views", dcfg.get("views")),
+        subset=s.get("subset"),
+        fit_extra=s.get("fit_extra"),
+        extra_subset=s.get("extra_subset"),
+    )
+    if bound is None or max(grid) <= bound[0]:
+        return
+    key = f"datasets.{dataset}.settings.{setting}"
+    own = "r_grid" in dcfg["settings"][setting]
+    too_big = [r for r in grid if r > bound[0]]
+    _fail(
+        f"{key}.r_grid" if own else "r_grid",
+        f"r = {', '.join(map(str, too_big))} {'is' if len(too_big) == 1 else 'are'} "
+        f"above {bound[0]}, the largest r that any method of {key} "
+        f"({', '.join(s['methods'])}) can return ({bound[1]}); every method would "
+        "skip it: lower the grid" + ("" if own else " or give the setting its own"),
+    )
+
+
 def _resolve_settings(cfg):
-    """Each setting with its `methods` and `r_grid` resolved; checks cross-references."""
+    """Each setting with its `methods` and `r_grid` resolved; checks cross-references,
+    data-set and method options, and the r grids against what the methods allow."""
     method_sets = cfg.get("method_sets", {})
+    for name, methods in method_sets.items():
+        _check_method_options(f"method_sets.{name}", methods)
     resolved = {}
     known = sorted(tcca_datasets.DATASETS)
     for dataset, dcfg in cfg["datasets"].items():
         if dataset not in tcca_datasets.DATASETS:
+            hints = difflib.get_close_matches(dataset, known, n=1)
             _fail(
                 f"datasets.{dataset}",
-                f"unknown data set (tcca_core.datasets has {known})",
+                "unknown data set"
+                + (f" (did you mean {hints[0]!r}?)" if hints else "")
+                + f"; tcca_core.datasets has {', '.join(known)}",
             )
+        spec = tcca_datasets.DATASETS[dataset]
+        options = [*spec.prepare_options, *spec.load_options]
+        for option in dcfg.get("load") or {}:
+            if option not in options:
+                _fail(
+                    f"datasets.{dataset}.load.{option}",
+                    f"unknown option of data set {dataset!r}; "
+                    f"allowed: {', '.join(options) or 'none'}",
+                )
         resolved[dataset] = {}
         for setting, scfg in dcfg["settings"].items():
             key = f"datasets.{dataset}.settings.{setting}"
@@ -42,6 +210,8 @@ def _resolve_settings(cfg):
                         f"(method_sets has: {', '.join(sorted(method_sets)) or 'none'})",
                     )
                 methods = method_sets[methods]
+            else:
+                _check_method_options(f"{key}.methods", methods)
             extra = scfg.get("fit_extra")
             if extra and extra not in tcca_datasets.DATASETS:
                 _fail(f"{key}.fit_extra", f"unknown data set {extra!r} ({known})")
@@ -51,6 +221,7 @@ def _resolve_settings(cfg):
                 "r_grid": scfg.get("r_grid", cfg.get("r_grid", "paper")),
                 "same_as": dict(scfg.get("same_as") or {}),
             }
+            _check_r_grid(dataset, dcfg, setting, resolved[dataset][setting])
     for dataset, settings in resolved.items():
         for setting, scfg in settings.items():
             for method, other in scfg["same_as"].items():
@@ -174,7 +345,8 @@ def gather_fits(fits, runs, log):
     import pandas as pd
 
     table = pd.concat([pd.read_csv(f) for f in fits], ignore_index=True)
-    table.to_csv(runs, index=False, lineterminator="\n")
+    with wf_common.atomic_output(runs) as part:  # never a partial table at `runs`
+        table.to_csv(part, index=False, lineterminator="\n")
     Path(log).write_text(f"{len(table)} rows from {len(fits)} fit files\n")
 
 
@@ -288,3 +460,17 @@ def final_outputs():
 
 def summary_inputs(wildcards):
     return expand("results/tables/{table}.json", table=tables_of(available_datasets()))
+
+
+def missing_tables():
+    """Tables of the config that did not run, with the reason REPRODUCTION.md gives."""
+    ran = set(tables_of(available_datasets()))
+    return {
+        t: (
+            f"Not run: the data set `{config['tables'][t]['dataset']}` is not "
+            f"available under `{DATA_ROOT}/` on the machine that ran the pipeline "
+            "(docs/data.md says what to fetch and where to put it)."
+        )
+        for t in TABLES
+        if t not in ran
+    }

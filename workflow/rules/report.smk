@@ -88,3 +88,26 @@ rule summary:
         "Writing results/summary.json (every table number and its provenance)"
     script:
         "../scripts/make_summary.py"
+
+
+rule reproduction:
+    input:
+        summary=rules.summary.output.summary,
+        # the repository's notes, also when --directory points elsewhere
+        investigations=os.path.join(workflow.basedir, "docs", "investigations.md"),
+    output:
+        "REPRODUCTION.md",
+    log:
+        "logs/reproduction/reproduction.log",
+    benchmark:
+        "results/benchmarks/reproduction/reproduction.tsv"
+    conda:
+        "../envs/tcca.yaml"
+    params:
+        missing=missing_tables(),
+        # includes are relative to the repository: two folders above the notes
+        root=lambda w, input: os.path.dirname(os.path.dirname(input.investigations)),
+    message:
+        "Writing REPRODUCTION.md (our tables beside the paper's, its claims checked)"
+    script:
+        "../scripts/make_reproduction.py"

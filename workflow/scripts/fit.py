@@ -1,9 +1,17 @@
 """One fit job: a method on one split (or on every split) of a setting, over the whole
 r grid. run_method measures fit time and peak memory per r; the job's own time and max
-RSS are in its benchmark file."""
+RSS are in its benchmark file. The table is written to <output>.part and renamed, so a
+job killed mid-write never leaves a partial table under the final name."""
 
 import pandas as pd
-from _common import derived_rng, load_splits, load_views, random_subset, start_logging
+from _common import (
+    atomic_output,
+    derived_rng,
+    load_splits,
+    load_views,
+    random_subset,
+    start_logging,
+)
 
 from tcca_core import protocol
 
@@ -27,6 +35,7 @@ if cfg["fit_extra"]:  # extra unlabeled rows for the subspace (SecStr 1.3M)
 
 r_grid = protocol.R_GRID_PAPER if cfg["r_grid"] == "paper" else cfg["r_grid"]
 frames = []
+cache = {}  # split-independent fits are done once for all the splits of this job
 for split in splits:
     log.info(
         "%s, split %d: %d rows, r grid %s", cfg["method"], split.index, len(y), r_grid
@@ -43,11 +52,13 @@ for split in splits:
             fit_views=fit_views,
             seed=cfg["seed"],
             kernel=cfg["kernel"],
+            cache=cache,
         )
     )
 results = pd.concat(frames, ignore_index=True)
 results.insert(0, "setting", cfg["setting"])
 results.insert(0, "dataset", cfg["dataset"])
 results["threads"] = snakemake.threads  # noqa: F821
-results.to_csv(snakemake.output.fit, index=False, lineterminator="\n")  # noqa: F821
+with atomic_output(snakemake.output.fit) as part:  # noqa: F821
+    results.to_csv(part, index=False, lineterminator="\n")
 log.info("%d rows written", len(results))

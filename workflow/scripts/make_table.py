@@ -44,8 +44,9 @@ bench = {}
 for path in inp.benchmarks:
     parts = Path(path).parts
     bench.setdefault((parts[-3], parts[-2]), []).append(path)
+cost_selected = reporting.cost_at_selected(runs)
 cost = reporting.cost_table(
-    reporting.cost_at_selected(runs),
+    cost_selected,
     reporting.job_costs(bench),
     columns,
     threads=threads,
@@ -64,8 +65,9 @@ by_r = reporting.cost_by_r(runs).assign(threads=str(threads), machine=machine)
 by_r.to_csv(out.cost_by_r, index=False, lineterminator="\n")
 
 # Figures.
+curves = reporting.accuracy_curves(runs)
 reporting.plot_accuracy(
-    reporting.accuracy_curves(runs),
+    curves,
     columns,
     [out.accuracy_png, out.accuracy_pdf],
     title=title,
@@ -79,6 +81,15 @@ reporting.plot_cost(
     subtitle=f"{machine}; threads per job: {threads}",
 )
 
-record = reporting.table_record(name, spec, records, cost=cost, threads=threads)
+record = reporting.table_record(
+    name,
+    spec,
+    records,
+    cost=cost,
+    curves=curves,
+    cost_r=reporting.cost_by_r(runs),
+    cost_selected=cost_selected,
+    threads=threads,
+)
 Path(out.json).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
 log.info("table %s written", name)

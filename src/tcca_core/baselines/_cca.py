@@ -62,7 +62,9 @@ def _check_two_views(views, name: str, **kw) -> list:
     return views
 
 
-def cca(views, n_components: int | None = None, *, eps: float = 1e-2) -> dict:
+def cca(
+    views, n_components: int | None = None, *, eps: float = 1e-2, center: bool = True
+) -> dict:
     """Regularized two-view CCA in closed form (Foster et al. 2008; baselines.md 4).
 
     Parameters
@@ -73,6 +75,8 @@ def cca(views, n_components: int | None = None, *, eps: float = 1e-2) -> dict:
         non-zero canonical correlations.
     eps : float
         Ridge on the 1/N-scaled covariances, C~_pp = C_pp + eps I.
+    center : bool
+        Center the views (``False``: raw second moments, zero means).
 
     Returns
     -------
@@ -81,7 +85,10 @@ def cca(views, n_components: int | None = None, *, eps: float = 1e-2) -> dict:
     """
     eps = check_eps(eps)
     Xp, Xq = _check_two_views(views, "CCA")
-    mp, mq = column_mean(Xp), column_mean(Xq)
+    if center:
+        mp, mq = column_mean(Xp), column_mean(Xq)
+    else:
+        mp, mq = np.zeros(Xp.shape[1]), np.zeros(Xq.shape[1])
     Cpp, Cqq = covariance(Xp, mp), covariance(Xq, mq)
     Cpq = cross_covariance(Xp, Xq, mp, mq)
     r_max = min(_numerical_rank(Cpp), _numerical_rank(Cqq))
@@ -118,6 +125,9 @@ class CCA(LinearProjectionMixin, TransformerMixin, BaseEstimator):
     eps : float, default=1e-2
         The regularizer epsilon (Luo et al. use 1e-2 on SecStr and Ads and choose it
         in {1e-5, ..., 1e4} on NUS-WIDE).
+    center : bool, default=True
+        Center the views first (as the paper assumes). ``False`` uses raw second
+        moments; kept for the centering investigation of REPRODUCTION.md.
 
     Attributes
     ----------
@@ -153,13 +163,16 @@ class CCA(LinearProjectionMixin, TransformerMixin, BaseEstimator):
     (100, 4)
     """
 
-    def __init__(self, n_components: int | None = 2, *, eps: float = 1e-2):
+    def __init__(
+        self, n_components: int | None = 2, *, eps: float = 1e-2, center: bool = True
+    ):
         self.n_components = n_components
         self.eps = eps
+        self.center = center
 
     def fit(self, views, y=None):
         """Fit on two views, each (n_samples, d_p), dense or scipy.sparse."""
-        out = cca(views, self.n_components, eps=self.eps)
+        out = cca(views, self.n_components, eps=self.eps, center=self.center)
         self.means_ = out["means"]
         self.projections_ = out["projections"]
         self.correlations_ = out["correlations"]
@@ -320,7 +333,11 @@ class KCCA(TransformerMixin, BaseEstimator):
         check_is_fitted(self, "dual_coef_")
         precomputed = any(vk.kernel == "precomputed" for vk in self.kernels_)
         views = _check_two_views(
-            views, "KCCA", min_samples=1, accept_sparse=not precomputed
+            views,
+            "KCCA",
+            min_samples=1,
+            accept_sparse=not precomputed,
+            n_features=[vk.n_features_in_ for vk in self.kernels_],
         )
         Z = []
         for vk, stats, A, X in zip(

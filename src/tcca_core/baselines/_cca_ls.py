@@ -64,7 +64,9 @@ def _fix_signs(V: np.ndarray) -> np.ndarray:
     return V * np.sign(V[idx, np.arange(V.shape[1])])
 
 
-def cca_ls(views, n_components: int | None = None, *, eps: float = 1e-2) -> dict:
+def cca_ls(
+    views, n_components: int | None = None, *, eps: float = 1e-2, center: bool = True
+) -> dict:
     """CCA-LS / MAXVAR through the generalized eigenproblem eigh(R~, D~).
 
     Parameters
@@ -74,6 +76,8 @@ def cca_ls(views, n_components: int | None = None, *, eps: float = 1e-2) -> dict
         r, at most min_k rank(C_kk); ``None`` takes that maximum.
     eps : float
         Ridge on the 1/N-scaled diagonal blocks.
+    center : bool
+        Center the views (``False``: raw second moments, zero means).
 
     Returns
     -------
@@ -85,7 +89,7 @@ def cca_ls(views, n_components: int | None = None, *, eps: float = 1e-2) -> dict
     views = check_views(views)
     M = len(views)
     blocks = _blocks([X.shape[1] for X in views])
-    means = [column_mean(X) for X in views]
+    means = [column_mean(X) if center else np.zeros(X.shape[1]) for X in views]
     R = covariance(_hstack(views), np.concatenate(means))
     r_max = _max_components(R, blocks)
     if r_max == 0:
@@ -213,6 +217,9 @@ class CCALS(LinearProjectionMixin, TransformerMixin, BaseEstimator):
         r, at most min_k rank(C_kk); ``None`` keeps all. The solution is nested.
     eps : float, default=1e-2
         Ridge epsilon on the 1/N-scaled per-view covariances (as in CCA).
+    center : bool, default=True
+        Center the views first (as the paper assumes). ``False`` uses raw second
+        moments; kept for the centering investigation of REPRODUCTION.md.
 
     Attributes
     ----------
@@ -235,13 +242,16 @@ class CCALS(LinearProjectionMixin, TransformerMixin, BaseEstimator):
     Y. Luo et al., IEEE TKDE 2015, eq. (2)-(3).
     """
 
-    def __init__(self, n_components: int | None = 2, *, eps: float = 1e-2):
+    def __init__(
+        self, n_components: int | None = 2, *, eps: float = 1e-2, center: bool = True
+    ):
         self.n_components = n_components
         self.eps = eps
+        self.center = center
 
     def fit(self, views, y=None):
         """Fit on M >= 2 views, each (n_samples, d_k), dense or scipy.sparse."""
-        out = cca_ls(views, self.n_components, eps=self.eps)
+        out = cca_ls(views, self.n_components, eps=self.eps, center=self.center)
         self.means_ = out["means"]
         self.projections_ = out["projections"]
         self.eigenvalues_ = out["eigenvalues"]

@@ -500,7 +500,9 @@ class ConsensusBasis:
         subset = None if self.complete else [K - n_top, K - 1]
         lam, V = la.eigh((G + G.T) / 2, subset_by_index=subset)
         lam, V = lam[::-1], V[:, ::-1]
-        keep = lam > (_RANK_RTOL**2) * lam[0] if lam[0] > 0 else lam > np.inf
+        # No pattern columns at all (every view constant): lam is empty, rank 0.
+        top = lam[0] if lam.size else 0.0
+        keep = lam > (_RANK_RTOL**2) * top if top > 0 else lam > np.inf
         self.A = A
         self.singular_values = np.sqrt(lam[keep])
         self.V = V[:, keep]

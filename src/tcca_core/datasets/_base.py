@@ -41,6 +41,10 @@ MANIFEST = "manifest.json"
 VIEWS_FILE = "views.npz"
 
 
+class UnsafeFileError(ValueError):
+    """A prepared file holds pickled data; it is refused instead of unpickled."""
+
+
 @dataclass
 class Dataset:
     """A multi-view data set: views, labels and provenance.
@@ -443,10 +447,23 @@ def read_prepared(spec: DatasetSpec, manifest_path: Path) -> Dataset:
     if m is None:
         raise RuntimeError(f"cannot read the manifest {manifest_path}")
     npz_path = Path(manifest_path).parent / VIEWS_FILE
-    with np.load(npz_path, allow_pickle=False) as npz:
-        views = [_read_view(npz, p, fmt) for p, fmt in enumerate(m["view_formats"])]
-        y = npz["y"] if "y" in npz.files else None
-        extra = {k: npz[f"extra_{k}"] for k in m.get("extra", [])}
+    # Never unpickle: the prepared files hold numbers and strings only, and an object
+    # array in them (a pickle, which can run code when loaded) is refused.
+    try:
+        with np.load(npz_path, allow_pickle=False) as npz:
+            views = [_read_view(npz, p, fmt) for p, fmt in enumerate(m["view_formats"])]
+            y = npz["y"] if "y" in npz.files else None
+            extra = {k: npz[f"extra_{k}"] for k in m.get("extra", [])}
+    except ValueError as exc:
+        if "allow_pickle" not in str(exc):
+            raise
+        raise UnsafeFileError(
+            f"refusing to load {npz_path}: it holds a pickled object array, which "
+            "could run code when loaded (prepared files hold numbers only; they are "
+            "read with allow_pickle=False). The file was not written by "
+            f"tcca_core.datasets; delete {npz_path.parent} and prepare the data set "
+            "again"
+        ) from None
     info = {
         "name": spec.name,
         "title": m.get("title"),

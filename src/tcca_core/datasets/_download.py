@@ -659,10 +659,17 @@ def fetch_raw_files(
                             retries=retries,
                             urlopen=urlopen,
                         )
+                    except DownloadError as exc:
+                        errors.append(str(exc))
+                        continue
+                    try:
                         from_archive(raw_dir / arch.name, arch)
                         break
                     except (DownloadError, UnsafeArchiveError) as exc:
-                        errors.append(str(exc))
+                        # we downloaded it and it is unusable (damaged, malicious):
+                        # keep nothing of it
+                        (raw_dir / arch.name).unlink(missing_ok=True)
+                        errors.append(f"{exc} (downloaded from {url}; deleted)")
             for f in missing():
                 for url in direct_urls.get(f.name, ()):
                     try:

@@ -1,0 +1,84 @@
+"""Shared by the investigation scripts: the pipeline's splits and a compact report.
+
+Each script reruns the protocol (tcca_core.protocol.run_method, the same code as the
+pipeline's fit jobs) under one change at a time and writes a Markdown table to
+investigations/results/, which REPRODUCTION.md includes verbatim.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tcca_core import datasets, protocol
+from tcca_core.reporting import format_pm
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def parse_args(doc: str):
+    ap = argparse.ArgumentParser(description=doc)
+    ap.add_argument("--data-root", default="data", help="tcca_core.datasets root")
+    ap.add_argument("--splits", type=int, default=5)
+    ap.add_argument("--out", default=None, help="Markdown output (default: results/)")
+    return ap.parse_args()
+
+
+def load(name: str, root: str, views=None):
+    """Views (optionally those named, in that order) and labels of a data set."""
+    ds = datasets.load(name, root=root)
+    out = list(ds.views)
+    if views:
+        names = list(ds.info["view_names"])
+        out = [out[names.index(v)] for v in views]
+    return out, np.asarray(ds.y)
+
+
+def run(views, y, splits, method, *, r_grid, learner="rls", params=None, **kw):
+    """run_method over every split, sharing split-independent fits; adds timing."""
+    cache: dict = {}
+    t0 = time.perf_counter()
+    frames = [
+        protocol.run_method(
+            views, y, s, method, r_grid=r_grid, learner=learner, params=params,
+            cache=cache, **kw,
+        )
+        for s in splits
+    ]  # fmt: skip
+    df = pd.concat(frames, ignore_index=True)
+    print(f"  {method} {params}: {time.perf_counter() - t0:.0f} s", flush=True)
+    return df
+
+
+def summarize(df: pd.DataFrame, variant: str) -> dict:
+    """(A) validation-selected mean +- std, and the mean test accuracy at each r."""
+    sel = protocol.select(df, by=["method"]).iloc[0]
+    curve = protocol.accuracy_by_r(df, by=["method"])
+    row = {
+        "variant": variant,
+        "(A)": format_pm(100 * sel["acc_val_mean"], 100 * sel["acc_val_std"]),
+        "(B)": format_pm(100 * sel["acc_best_r_mean"], 100 * sel["acc_best_r_std"])
+        + f" (r = {sel['r_best']})",
+    }
+    for r, acc in zip(curve["r"], curve["test_acc_mean"], strict=True):
+        if pd.notna(r):
+            row[f"r = {int(r)}"] = f"{100 * acc:.2f}"
+    return row
+
+
+def write(rows: list[dict], title: str, notes: str, out: str | None, name: str):
+    table = pd.DataFrame(rows).fillna("")
+    header = "| " + " | ".join(table.columns) + " |"
+    lines = [header, "|" + "|".join("---" for _ in table.columns) + "|"]
+    lines += [
+        "| " + " | ".join(map(str, r)) + " |" for r in table.itertuples(index=False)
+    ]
+    text = f"#### {title}\n\n{notes.strip()}\n\n" + "\n".join(lines) + "\n"
+    path = Path(out) if out else RESULTS / f"{name}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    print(text)

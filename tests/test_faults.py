@@ -1,0 +1,196 @@
+"""Faults of the library and of the workflow scripts (issue #8, "Reliability").
+
+- a fit that would need an explicit moment tensor larger than allowed refuses before
+  allocating anything large, naming the size and the cheaper (implicit) route;
+- prepared data are never unpickled: a views.npz with an object array (a pickle, which
+  could run code) is refused by the loader with a clear error, and the code in it
+  never runs;
+- a workflow script killed mid-write leaves no partial file under the output's name.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tcca_core._tensors as T
+from tcca_core import KTCCA, TCCA, datasets
+from tcca_core.datasets import _base, mfeat
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPTS = REPO / "workflow" / "scripts"
+
+
+# ------------------------------------------------------------------ memory refusal
+
+
+@pytest.fixture
+def no_dense_tensor(monkeypatch):
+    """Make building a dense moment tensor an error: the refusal must come first."""
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the dense tensor was built")
+
+    monkeypatch.setattr(T, "dense_moment", forbidden)
+
+
+@pytest.mark.usefixtures("no_dense_tensor", "single_blas_thread")
+@pytest.mark.parametrize(
+    ("make", "dims", "gib"),
+    [
+        # 4 views of 150, 150, 150, 100 features: a 2.5 GiB covariance tensor
+        (lambda: TCCA(2, algorithm="dense"), (150, 150, 150, 100), "2.5 GiB"),
+        (lambda: TCCA(2, algorithm="tensorly"), (150, 150, 150, 100), "2.5 GiB"),
+        # KTCCA's tensor is N^m: 4 views of 170 samples, 6.2 GiB
+        (lambda: KTCCA(2, algorithm="dense"), (3, 3, 3, 3), "6.2 GiB"),
+    ],
+    ids=["tcca-dense", "tcca-tensorly", "ktcca-dense"],
+)
+def test_explicit_tensor_too_large_refuses_before_allocating(make, dims, gib):
+    rng = np.random.default_rng(0)
+    views = [rng.standard_normal((170, d)) for d in dims]
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError) as err:
+            make().fit(views)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    msg = str(err.value)
+    assert gib in msg and "more than the 2 GiB allowed" in msg, msg
+    assert "algorithm='implicit'" in msg, msg  # the cheaper route
+    assert " x ".join(map(str, [170] * 4 if dims[0] == 3 else dims)) in msg
+    assert peak < 64 * 2**20, f"{peak / 2**20:.0f} MiB allocated before refusing"
+    # the same fit through the implicit engine works (and allocates little)
+    est = make().set_params(algorithm="auto").fit(views)
+    assert est.algorithm_ == "implicit"
+
+
+# ------------------------------------------------------------------------ pickles
+
+
+class _Payload:
+    """Unpickling it creates a file: proof that code in a pickle runs on load."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def _fake_prepared_mfeat(root: Path, arrays: dict) -> Path:
+    """A prepared-mfeat cache the loader accepts as up to date, with our views.npz."""
+    pdir = root / "prepared" / "mfeat"
+    pdir.mkdir(parents=True)
+    npz = pdir / _base.VIEWS_FILE
+    np.savez(npz, **arrays)  # savez pickles object arrays (allow_pickle=True)
+    manifest = {
+        "format_version": _base.FORMAT_VERSION,
+        "dataset": "mfeat",
+        "options": {},
+        "inputs": {
+            name: {"sha256": sha, "pinned": True}
+            for name, sha in mfeat.SPEC.pinned().items()
+        },
+        "n_samples": 1,
+        "view_names": ["a", "b"],
+        "view_dims": [1, 1],
+        "view_formats": ["dense", "dense"],
+        "extra": [],
+        "files": {_base.VIEWS_FILE: {"size": npz.stat().st_size}},
+    }
+    (pdir / _base.MANIFEST).write_text(json.dumps(manifest))
+    return npz
+
+
+@pytest.mark.parametrize("member", ["view0", "y"])
+def test_loader_refuses_pickled_arrays(tmp_path, member):
+    marker = tmp_path / "pwned"
+    evil = np.array([_Payload(marker)], dtype=object)
+    arrays = {"view0": np.zeros((1, 1)), "view1": np.zeros((1, 1)), member: evil}
+    npz = _fake_prepared_mfeat(tmp_path / "data", arrays)
+    with pytest.raises(_base.UnsafeFileError) as err:
+        datasets.load("mfeat", root=tmp_path / "data")
+    msg = str(err.value)
+    assert str(npz) in msg and "pickled object array" in msg, msg
+    assert "allow_pickle=False" in msg and "prepare the data set again" in msg
+    assert isinstance(err.value, ValueError)
+    assert not marker.exists()  # the payload never ran
+    # control: the payload is live, unpickling it would have run it
+    with np.load(npz, allow_pickle=True) as z:
+        z[member]
+    assert marker.exists()
+
+
+def test_no_unpickling_anywhere_in_the_code():
+    """Every np.load passes allow_pickle=False; no pickle/joblib loading at all."""
+    files = [*(REPO / "src").rglob("*.py"), *(REPO / "workflow").rglob("*.py")]
+    files += list((REPO / "workflow").rglob("*.smk")) + [REPO / "Snakefile"]
+    for path in files:
+        text = path.read_text()
+        for bad in ("pickle.load", "read_pickle", "joblib.load", "import dill"):
+            assert bad not in text, f"{path}: {bad}"
+        for line in text.splitlines():
+            if "np.load(" in line:
+                assert "allow_pickle=False" in line, f"{path}: {line.strip()}"
+
+
+# ------------------------------------------------------------------- atomic writes
+
+
+def _load_common():
+    spec = importlib.util.spec_from_file_location(
+        "wf_common_faults", SCRIPTS / "_common.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_atomic_output(tmp_path):
+    atomic_output = _load_common().atomic_output
+    out = tmp_path / "sub" / "fit.csv"
+    with atomic_output(out) as part:
+        part.write_text("a,b\n1,2\n")
+        assert not out.exists()
+    assert out.read_text() == "a,b\n1,2\n" and not part.exists()
+    with pytest.raises(RuntimeError), atomic_output(out) as part:
+        part.write_text("half")
+        raise RuntimeError("boom")
+    assert out.read_text() == "a,b\n1,2\n" and not part.exists()  # old one kept
+
+
+def test_script_killed_mid_write_leaves_no_partial_output(tmp_path):
+    """SIGKILL in the middle of writing: nothing under the final name."""
+    code = textwrap.dedent(
+        f"""
+        import os, signal, sys
+        sys.path.insert(0, {str(SCRIPTS)!r})
+        from _common import atomic_output
+        with atomic_output({str(tmp_path / "fit.csv")!r}) as part:
+            with open(part, "w") as f:
+                f.write("dataset,setting,method\\n" * 1000)
+                f.flush()
+                os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
+    res = subprocess.run([sys.executable, "-c", code], check=False, timeout=120)
+    assert res.returncode == -signal.SIGKILL
+    assert not (tmp_path / "fit.csv").exists()
+    assert (tmp_path / "fit.csv.part").stat().st_size > 0  # the rerun overwrites it
+
+
+def test_fit_script_writes_atomically():
+    text = (SCRIPTS / "fit.py").read_text()
+    assert "with atomic_output(snakemake.output.fit) as part:" in text
+    assert "to_csv(snakemake.output" not in text

@@ -1,0 +1,439 @@
+"""Faults of the Snakemake pipeline (issue #8, "Reliability").
+
+- a bad configuration (unknown key, wrong type, empty grid, r above what the methods
+  allow, unknown method, unknown data set, ...) is rejected before any job runs, with
+  one line naming the key;
+- the static facts the configuration is checked against agree with the library;
+- (slow) two runs from clean, on 1 core with 1 BLAS thread and on 2 cores with 2 BLAS
+  threads per fit, give byte-identical tables, timing columns aside;
+- (slow) a run killed in the middle of a fit job (SIGTERM to Snakemake, SIGKILL to its
+  whole process group) resumes: the rerun redoes only the unfinished jobs and the tables
+  equal those of an uninterrupted run.
+
+Everything runs on the .test fixture (a tiny NUS-WIDE look-alike) in temporary
+folders; nothing here reads ../shared or the repository's data/ and results/.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import csv
+import importlib.util
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEFILE = REPO / "Snakefile"
+SNAKEMAKE = shutil.which("snakemake") or shutil.which(
+    "snakemake", path=str(Path(sys.executable).parent)
+)
+FIXTURE_CONFIG = yaml.safe_load((REPO / ".test" / "config" / "config.yaml").read_text())
+
+needs_snakemake = pytest.mark.skipif(
+    SNAKEMAKE is None, reason="snakemake is not installed"
+)
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _env(blas_threads: int = 1) -> dict:
+    """This interpreter first on PATH (rules that call `python`), BLAS threads fixed."""
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = str(blas_threads)
+    return env
+
+
+def snakemake_cmd(work: Path, *args) -> list[str]:
+    return [SNAKEMAKE, "-s", str(SNAKEFILE), "--directory", str(work), *args]
+
+
+def run_snakemake(work: Path, *args, blas_threads: int = 1, timeout: int = 900):
+    return subprocess.run(
+        snakemake_cmd(work, *args),
+        cwd=work,
+        env=_env(blas_threads),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def make_workdir(work: Path, config: dict | None = None, mirror: bool = True) -> Path:
+    """A working directory with config/config.yaml (the fixture's by default)."""
+    (work / "config").mkdir(parents=True, exist_ok=True)
+    (work / "config" / "config.yaml").write_text(
+        yaml.safe_dump(FIXTURE_CONFIG if config is None else config, sort_keys=False)
+    )
+    if mirror:
+        _load("make_fixture", REPO / ".test" / "make_fixture.py").write(work / "mirror")
+    return work
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """The "Job stats" table of a run: rule -> number of jobs."""
+    counts = {}
+    if "Job stats:" not in output:
+        return counts
+    for line in output.split("Job stats:", 1)[1].splitlines()[3:]:
+        parts = line.split()
+        if len(parts) != 2 or not parts[1].isdigit():
+            break
+        counts[parts[0]] = int(parts[1])
+    return counts
+
+
+# ------------------------------------------------------------------ bad configurations
+
+
+def _setting(cfg, name="linear2"):
+    return cfg["datasets"]["nuswide"]["settings"][name]
+
+
+def _unknown_dataset(cfg):
+    cfg["datasets"]["nuswid"] = cfg["datasets"].pop("nuswide")
+
+
+def _huge_kernel_r(cfg):
+    _setting(cfg, "kernel2").update(subset=100, r_grid=[2, 4, 150])
+
+
+def _both_label_counts(cfg):
+    _setting(cfg)["n_labeled"] = 20
+
+
+def _schema_faults(cfg):
+    """Four schema faults at once: every one is reported, each on its own line."""
+    cfg.update(n_splitz=3, n_splits="five", r_grid=[])
+    _setting(cfg)["methods"].update(tcca2={})
+
+
+K = "datasets.nuswide.settings.linear2"
+# (id, change to the fixture's config, texts the message must hold, default run?)
+# The schema's faults are reported together; the later checks stop at the first.
+BAD_CONFIGS = [
+    ("schema-faults-together", _schema_faults, (
+        "invalid config: n_splitz: unknown key (did you mean 'n_splits'?)",
+        "invalid config: n_splits: expected integer, got 'five'",
+        "invalid config: r_grid: must not be empty",
+        f"invalid config: {K}.methods.tcca2: unknown method 'tcca2'",
+    ), True),
+    ("r-above-bound", _huge_kernel_r, ("invalid config: datasets.nuswide.settings.kernel2.r_grid: r = 150 is above 100",), True),
+    ("unknown-dataset", _unknown_dataset, ("invalid config: datasets.nuswid: unknown data set (did you mean 'nuswide'?)",), True),
+    ("unknown-key", lambda c: c.update(n_splitz=3), ("invalid config: n_splitz: unknown key (did you mean 'n_splits'?)",), False),
+    ("unknown-nested-key", lambda c: _setting(c).update(per_clas=2), (f"invalid config: {K}.per_clas: unknown key",), False),
+    ("wrong-type", lambda c: c.update(n_splits="five"), ("invalid config: n_splits: expected integer, got 'five'",), False),
+    ("wrong-type-nested", lambda c: _setting(c).update(learner=3), (f"invalid config: {K}.learner: expected string",), False),
+    ("empty-r-grid", lambda c: c.update(r_grid=[]), ("invalid config: r_grid: must not be empty",), False),
+    ("empty-eps-grid", lambda c: _setting(c)["methods"]["tcca"].update(eps=[]), (f"invalid config: {K}.methods.tcca.eps: must not be empty",), False),
+    ("empty-columns", lambda c: c["tables"]["nuswide_linear"].update(columns=[]), ("invalid config: tables.nuswide_linear.columns: must not be empty",), False),
+    ("unknown-method", lambda c: _setting(c)["methods"].update(tcca2={}), (f"invalid config: {K}.methods.tcca2: unknown method 'tcca2'",), False),
+    ("unknown-method-option", lambda c: _setting(c)["methods"]["tcca"].update(epz=[1.0]), (f"invalid config: {K}.methods.tcca.epz: tcca has no option 'epz' (did you mean 'eps'?)",), False),
+    ("unknown-load-option", lambda c: c["datasets"]["nuswide"].update(load={"split_sed": 1}), ("invalid config: datasets.nuswide.load.split_sed: unknown option",), False),
+    ("n_labeled-and-per_class", _both_label_counts, (f"invalid config: {K}: give exactly one of n_labeled, per_class",), False),
+]  # fmt: skip
+
+
+def _dry_run_bad(root: Path, case) -> tuple:
+    name, change, _, _ = case
+    cfg = copy.deepcopy(FIXTURE_CONFIG)
+    change(cfg)
+    work = make_workdir(root / name, cfg, mirror=False)
+    res = run_snakemake(work, "-n", "--nolock", timeout=300)
+    created = sorted(p.name for p in work.iterdir() if p.name not in ("config",))
+    return res, created
+
+
+def _dry_runs(root: Path, cases) -> dict:
+    # a Snakemake start is seconds of CPU: two at a time
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = pool.map(lambda c: _dry_run_bad(root, c), cases)
+        return {c[0]: r for c, r in zip(cases, results, strict=True)}
+
+
+@pytest.fixture(scope="module")
+def bad_config_runs(tmp_path_factory, request):
+    """Dry runs of every bad configuration selected in this session, run in pairs."""
+    root = tmp_path_factory.mktemp("bad_configs")
+    selected = {
+        item.callspec.id
+        for item in request.session.items
+        if getattr(item, "originalname", None)
+        == "test_bad_config_is_rejected_at_start_naming_the_key"
+    }
+    return _dry_runs(root, [c for c in BAD_CONFIGS if c[0] in selected])
+
+
+@needs_snakemake
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(c, id=c[0], marks=() if c[3] else pytest.mark.slow)
+        for c in BAD_CONFIGS
+    ],
+)
+def test_bad_config_is_rejected_at_start_naming_the_key(bad_config_runs, case):
+    res, created = bad_config_runs[case[0]]
+    message = res.stdout + res.stderr
+    assert res.returncode != 0, message[-3000:]
+    for text in case[2]:
+        assert text in message, message[-3000:]
+    # one line, not Snakemake's dump of the schema and the whole config
+    assert "Failed validating" not in message and len(message) < 4000, message[-3000:]
+    assert "Job stats" not in message  # no job was even scheduled
+    assert not {"results", "logs", "data"} & set(created), created
+
+
+@needs_snakemake
+def test_fixture_config_passes_the_checks(tmp_path):
+    """The control: the unmodified fixture configuration schedules its jobs."""
+    work = make_workdir(tmp_path)
+    res = run_snakemake(work, "-n", "--nolock", timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert job_counts(res.stdout + res.stderr)["fit"] == 3
+
+
+# ------------------------------------------------------------ facts behind the checks
+
+
+@pytest.fixture(scope="module")
+def wf_common():
+    return _load("wf_common_under_test", REPO / "workflow" / "scripts" / "_common.py")
+
+
+def test_method_facts_match_the_registry(wf_common):
+    from tcca_core import protocol
+
+    assert set(wf_common.METHOD_OPTIONS) == set(protocol.METHODS)
+    for name, spec in protocol.METHODS.items():
+        allowed = set(spec.grid) | set(spec.extra)
+        if spec.transductive:
+            allowed.add("subset")  # run_method's option of DSE and SSMVD
+        assert set(wf_common.METHOD_OPTIONS[name]) == allowed, name
+        bound = wf_common.R_BOUND[name]
+        assert (bound is not None) == spec.has_r, name
+        if spec.has_r:
+            rows = spec.family == "kernel" or spec.transductive
+            assert bound == ("rows" if rows else "views"), name
+    assert wf_common.R_GRID_PAPER == list(protocol.R_GRID_PAPER)
+
+
+def test_dataset_shapes_match_the_modules(wf_common):
+    from tcca_core.datasets import mfeat, nuswide
+
+    n, views = wf_common.dataset_shape("mfeat")
+    assert n == 2000 and dict(views) == mfeat.DIMS
+    n, views = wf_common.dataset_shape("nuswide")
+    assert n == nuswide.N_IMAGES and [d for _, d in views] == [500, 144, 128]
+    assert [d for _, d in wf_common.dataset_shape("ads")[1]] == [588, 495, 472]
+    assert wf_common.dataset_shape("no_such") is None
+
+
+def test_r_bound(wf_common):
+    rb = wf_common.r_bound
+    assert rb("mfeat", ["bsf", "cat"]) is None  # no method has an r
+    # kernel methods: the rows they are fitted on
+    assert rb("mfeat", ["ktcca"], subset=500)[0] == 500
+    assert rb("mfeat", ["ktcca"])[0] == 2000
+    # linear methods: also prod(d) / max(d) of the chosen views
+    assert rb("mfeat", ["tcca"], views=["zer", "mor"])[0] == 6  # min(47, 6)
+    assert rb("mfeat", ["cca_bst"], views=[4, 5])[0] == 6  # by position
+    assert rb("mfeat", ["tcca"], views=["fac", "fou", "kar"])[0] == 2000
+    assert rb("secstr", ["tcca"])[0] == 105 * 105
+    assert rb("secstr", ["dse"], subset=5000)[0] == 5000
+    assert rb("secstr", ["tcca"], fit_extra="secstr-extra")[0] == 105 * 105
+    bound, why = rb("ads", ["cca_bst", "kcca_bst"], subset=300)
+    assert bound == 300 and "300 rows" in why
+
+
+# --------------------------------------------------------------- whole runs (slow)
+
+# Columns and keys that hold measurements of the run (time, memory, threads, machine),
+# not results: they differ between any two runs.
+TIMING = {
+    "fit_s", "fit_s_std", "peak_mb", "peak_mb_std", "threads", "machine",
+    "fit time (s)", "peak memory (MB)", "job time (s)", "job max RSS (MB)",
+    "cost_at_selected_r", "cost_by_r",
+}  # fmt: skip
+
+
+def _without_timing(path: Path) -> bytes:
+    """The file's bytes, or for CSV and JSON its content without the TIMING columns."""
+    data = path.read_bytes()
+    if path.suffix == ".csv":
+        rows = list(csv.reader(io.StringIO(data.decode())))
+        keep = [i for i, c in enumerate(rows[0]) if c not in TIMING]
+        return "\n".join(",".join(r[i] for i in keep) for r in rows).encode()
+    if path.suffix == ".json":
+
+        def strip(o):
+            if isinstance(o, dict):
+                return {k: strip(v) for k, v in o.items() if k not in TIMING}
+            if isinstance(o, list):
+                return [strip(v) for v in o]
+            return o
+
+        return json.dumps(strip(json.loads(data)), sort_keys=True).encode()
+    return data
+
+
+def result_files(work: Path) -> dict[str, bytes]:
+    """Every result a user reads, timing aside: fits, gathered runs, tables (all of
+    them, cost tables without their timing columns; .md/.tex cost tables and cost
+    figures are renderings of timings), accuracy figures and the summary."""
+    out = {}
+    for path in sorted((work / "results").rglob("*")):
+        rel = path.relative_to(work).as_posix()
+        if not path.is_file() or rel.startswith(
+            ("results/benchmarks/", "results/splits/")
+        ):
+            continue
+        if "_cost" in path.name and path.suffix != ".csv":
+            continue
+        out[rel] = _without_timing(path)
+    return out
+
+
+def assert_same_results(got: dict, want: dict) -> None:
+    assert sorted(got) == sorted(want)
+    differ = [f for f in want if got[f] != want[f]]
+    assert not differ, f"differ: {differ}"
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The fixture workflow from clean on 1 core, 1 BLAS thread: its results."""
+    work = make_workdir(tmp_path_factory.mktemp("reference"))
+    res = run_snakemake(work, "--cores", "1", blas_threads=1)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+    files = result_files(work)
+    assert "results/tables/nuswide_linear.csv" in files
+    assert "results/summary.json" in files
+    return files
+
+
+@needs_snakemake
+@pytest.mark.slow
+def test_results_identical_on_1_and_2_cores(tmp_path, reference):
+    """From clean on 2 cores, fits with 2 threads (so 2 BLAS threads: Snakemake sets
+    OMP/OPENBLAS/MKL_NUM_THREADS to a job's threads): the same results, byte for byte."""
+    work = make_workdir(tmp_path)
+    res = run_snakemake(work, "--cores", "2", "--set-threads", "fit=2", blas_threads=2)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+    with open(work / "results/runs/nuswide/linear2.csv", newline="") as f:
+        assert {r["threads"] for r in csv.DictReader(f)} == {"2"}  # 2-thread fits
+    assert_same_results(result_files(work), reference)
+
+
+def _fits(work: Path) -> dict[Path, int]:
+    return {p: p.stat().st_mtime_ns for p in (work / "results/fits").rglob("*.csv")}
+
+
+def _wait_for_second_fit(work: Path, proc: subprocess.Popen, timeout: float = 900):
+    """Block until one fit is done and another fit job is running (its log exists,
+    its output does not)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        assert proc.poll() is None, "the run ended before a fit could be interrupted"
+        done = _fits(work)
+        logs = (
+            (work / "logs/fit").rglob("*.log") if (work / "logs/fit").is_dir() else []
+        )
+        running = [
+            log
+            for log in logs
+            if not (work / "results/fits" / log.relative_to(work / "logs/fit"))
+            .with_suffix(".csv")
+            .exists()
+        ]
+        if done and running:
+            return done
+        time.sleep(0.02)
+    raise AssertionError("no fit job started in time")
+
+
+@needs_snakemake
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGTERM-group", "SIGKILL-group"])
+def test_killed_run_resumes(tmp_path, reference, how):
+    """Kill the run in the middle of a fit job and rerun: only the unfinished jobs run
+    again, finished fits are kept (same mtime), and the results are the reference's.
+
+    SIGTERM to Snakemake (`kill <pid>`): it lets the running fit finish, then stops.
+    SIGTERM to the process group (a batch system's cancel): the fit dies too.
+    SIGKILL to the group (`kill -9`, the OOM killer): nobody cleans up; the rerun
+    asks for --unlock, then --rerun-incomplete redoes whatever was cut short."""
+    work = make_workdir(tmp_path)
+    with open(tmp_path / "first_run.log", "w") as log:
+        proc = subprocess.Popen(
+            snakemake_cmd(work, "--cores", "1"),
+            cwd=work,
+            env=_env(1),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, jobs included
+        )
+        try:
+            done = _wait_for_second_fit(work, proc)
+            if how == "SIGTERM":
+                proc.send_signal(signal.SIGTERM)
+            else:
+                os.killpg(proc.pid, getattr(signal, how.split("-")[0]))
+            proc.wait(timeout=300)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    assert proc.returncode != 0
+    time.sleep(1)  # let the killed jobs' processes go
+    # no partial table at a final path: every fit there is complete
+    for fit in (work / "results/fits").rglob("*.csv"):
+        text = fit.read_text()
+        assert text.endswith("\n") and len(text.splitlines()) > 1, fit
+    # a fit that finished before the signal counts as done, unless Snakemake had not
+    # recorded it yet (its marker in .snakemake/incomplete/): --rerun-incomplete redoes it
+    markers = {p.name for p in (work / ".snakemake" / "incomplete").glob("*")}
+    done.update(
+        (fit, mtime)
+        for fit, mtime in _fits(work).items()
+        if base64.urlsafe_b64encode(fit.relative_to(work).as_posix().encode()).decode()
+        not in markers
+    )
+    n_fits = 3
+
+    res = run_snakemake(work, "--cores", "1")
+    if how == "SIGKILL-group":
+        # the lock of the killed run is left behind: the user is told to --unlock
+        assert res.returncode != 0
+        assert "Directory cannot be locked" in res.stderr, res.stderr[-3000:]
+        assert "--unlock" in res.stderr
+        unlock = run_snakemake(work, "--unlock")
+        assert unlock.returncode == 0, unlock.stderr[-3000:]
+        res = run_snakemake(work, "--cores", "1", "--rerun-incomplete")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+    for fit, mtime in done.items():
+        assert fit.stat().st_mtime_ns == mtime, f"{fit} was redone"
+    assert job_counts(res.stdout + res.stderr).get("fit", 0) == n_fits - len(done)
+    assert not list((work / "results").rglob("*.part"))
+    assert_same_results(result_files(work), reference)
