@@ -110,8 +110,23 @@ def auto_pick(case) -> str:
 
 
 def predicted_refusal(case, engine, args) -> str | None:
-    """cca-zoo's KTCCA builds an (N-1)^m tensor of kernel eigen-features: say so
-    instead of running it into the memory cap for minutes of eigendecompositions."""
+    """Say what is known without running it: our dense engines refuse tensors over
+    ``DENSE_MAX_BYTES``; cca-zoo's KTCCA builds an (N-1)^m tensor of kernel
+    eigen-features, which would run into the memory cap after minutes of
+    eigendecompositions."""
+    import numpy as np
+
+    if engine in ("dense", "tensorly"):
+        from tcca_core._tensors import DENSE_MAX_BYTES
+
+        dims = case.dims if case.kind == "tcca" else [case.N] * len(case.dims)
+        gib = 8.0 * float(np.prod(np.asarray(dims, dtype=float))) / 1024**3
+        if gib * 1024**3 > DENSE_MAX_BYTES:
+            # what the library answers, after the kernels / whitening it does first
+            return (
+                f"refused: the dense tensor would take {gib:,.1f} GiB "
+                f"(the library's limit is {DENSE_MAX_BYTES / 1024**3:g} GiB)"
+            )
     if engine == "cca-zoo" and case.kind == "ktcca":
         gb = 8.0 * (case.N - 1) ** len(case.dims) / 1e9
         if gb > args.mem_gb:
@@ -170,17 +185,34 @@ def run_one(case, engine, seed, args, time_s, init=None):
 
 def _speedup(base, ours) -> str:
     """'12.3' when both ran, '>12.3' when the baseline hit the time limit."""
-    if ours.get("status") != "ok":
+    import re
+
+    if ours is None or ours.get("status") != "ok" or base is None:
         return ""
-    if base is None:
-        return ""
-    if base.get("status") == "ok":
+    status = str(base.get("status", ""))
+    if status == "ok":
         return f"{base['fit_s'] / ours['fit_s']:.3g}"
-    if base.get("status", "").startswith("over time limit"):
-        return f">{base['limit_s'] / ours['fit_s']:.3g}"
-    if base.get("status", "").startswith(("out of memory", "not run")):
-        return "inf (OOM)"
+    limit = re.match(r"over time limit \(([0-9.]+) s\)", status)
+    if limit:
+        return f">{float(limit.group(1)) / ours['fit_s']:.3g}"
+    if status.startswith(("out of memory", "not run")):
+        return "only ours runs"
     return ""
+
+
+def add_ratios(df):
+    """Speed-up of every row over cca-zoo and over the paper's route, per case."""
+    df = df.copy()
+    df["x_vs_cca_zoo"] = ""
+    df["x_vs_route"] = ""
+    for _, group in df.groupby("case", sort=False):
+        rows = {r["engine"]: r for _, r in group.iterrows()}
+        for i, r in group.iterrows():
+            if r["engine"] != "cca-zoo":
+                df.at[i, "x_vs_cca_zoo"] = _speedup(rows.get("cca-zoo"), r)
+            if r["engine"] not in (ROUTE, "cca-zoo"):
+                df.at[i, "x_vs_route"] = _speedup(rows.get(ROUTE), r)
+    return df
 
 
 def machine_info(threads: int) -> dict:
@@ -259,6 +291,12 @@ def main(argv=None) -> None:
         help="time limit of our engine that auto does not pick",
     )
     ap.add_argument("--out", help="also write the table as CSV (and .md beside it)")
+    ap.add_argument(
+        "--update",
+        metavar="CSV",
+        help="merge into this earlier table: its rows for the (case, engine) pairs "
+        "run now are replaced",
+    )
     args = ap.parse_args(argv)
 
     info = machine_info(args.threads)
@@ -269,7 +307,6 @@ def main(argv=None) -> None:
     for case in args.cases:
         c = CASES[case]
         auto = auto_pick(c)
-        results = {}
         specs = [(e, None, e) for e in args.engines]
         for extra in args.extra:
             name, init = extra.split(":", 1)
@@ -316,21 +353,12 @@ def main(argv=None) -> None:
                 row["auto"] = auto == label
                 row["norm_route"] = ok[0].get("norm_route", "")
                 row["blas_threads"] = ",".join(str(t) for _, t in ok[0].get("blas", []))
-                res = dict(ok[0], fit_s=row["fit_s"], status="ok")
             else:
                 row["status"] = runs[0]["status"]
                 row["auto"] = auto == label
-                res = runs[0]
             row["load1"] = round(load, 2)
-            results[label] = res
             rows.append(row)
             print(json.dumps(row), flush=True)
-        for row in rows[-len(specs) :]:
-            ours = results[row["engine"]]
-            if row["engine"] != "cca-zoo":
-                row["x_vs_cca_zoo"] = _speedup(results.get("cca-zoo"), ours)
-            if row["engine"] not in (ROUTE, "cca-zoo"):
-                row["x_vs_route"] = _speedup(results.get(ROUTE), ours)
     print(
         f"# load average at end: {os.getloadavg()}; "
         f"total {time.time() - t_start:.0f} s",
@@ -340,6 +368,22 @@ def main(argv=None) -> None:
     import pandas as pd
 
     df = pd.DataFrame(rows)
+    if args.update:
+        # replace the re-run (case, engine) rows of an earlier table, keep the rest
+        old = pd.read_csv(args.update, keep_default_na=False, na_values=[""])
+        if df.empty:  # nothing re-run: just re-render the table
+            df = old.iloc[:0]
+        key = set(zip(df["case"], df["engine"], strict=True))
+        pairs = zip(old["case"], old["engine"], strict=True)
+        keep = old[[(c, e) not in key for c, e in pairs]]
+        merged = pd.concat([keep, df], ignore_index=True)
+        order = {c: i for i, c in enumerate(CASES)}
+        eng = {e: i for i, e in enumerate(ENGINES)}
+        merged["_c"] = merged["case"].map(order)
+        merged["_e"] = merged["engine"].map(lambda e: eng.get(e, len(eng)))
+        df = merged.sort_values(["_c", "_e"], kind="stable").drop(columns=["_c", "_e"])
+        df = df.reset_index(drop=True)
+    df = add_ratios(df)
     with pd.option_context("display.width", 250, "display.max_columns", 40):
         print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     if args.out:

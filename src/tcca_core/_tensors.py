@@ -431,16 +431,21 @@ def correlations(
     """rho_k = (1/N) sum_n prod_p (Y_p U_p)[n, k], by blocks of samples (Theorem 1).
 
     Blocks keep memory at O(block * r) rather than O(N r) per view, which matters
-    for SecStr's 1.3M samples at r = 300 (3 GB per N x r array). Sparse views are
-    multiplied in sparse form, X (W U) - 1 (mean^T W U), never densified.
+    for SecStr's 1.3M samples at r = 300 (3 GB per N x r array). Views with a sparse
+    form are multiplied in it, X (W U) - 1 (mean^T W U), never densified (a dense
+    one-hot X is not whitened just for this). :meth:`MomentEngine.correlations`
+    takes them from M instead when M is built.
     """
     N, r = views[0].N, factors[0].shape[1]
     B = _block_rows(N, 8 * r)
     sparse = []
     for v, U in zip(views, factors, strict=True):
-        if v.is_sparse:
-            WU = v.W @ U
-            sparse.append((WU, v.mean @ WU))
+        # the sparse form, unless the dense Y already exists (never whiten a
+        # mostly-zero dense X just for this)
+        if v.sparse is not None and (v.is_sparse or v._Y is None):
+            X, mean, W = v.sparse
+            WU = W @ U
+            sparse.append((X, WU, mean @ WU))
         else:
             sparse.append(None)
     total = np.zeros(r)
@@ -450,8 +455,8 @@ def correlations(
             if s is None:
                 P = v.Y[i : i + B] @ U
             else:
-                P = np.asarray(v.X[i : i + B] @ s[0])
-                P -= s[1]
+                P = np.asarray(s[0][i : i + B] @ s[1])
+                P -= s[2]
             if H is None:
                 H = P
             else:
