@@ -92,10 +92,13 @@ def sweep_flops(engine: str, case, views_nnz) -> float:
     if engine in ("tensorly", "cca-zoo"):
         return m * 2.0 * r * P  # one unfolding x Khatri-Rao GEMM per mode
     # implicit: per view, the projection Y_p U_p and Y_p^T H, each 2 N d_p r flops
-    # for dense views; 2 nnz_p r + 2 d_p^2 r for sparse ones (X (W U), W^T X^T H).
+    # for dense Y; 2 nnz_p r + 2 d_p^2 r for views kept sparse (X (W U), W^T X^T H)
+    from tcca_core._tensors import _dense_pays
+
     total = 0.0
     for d, nnz in zip(dims, views_nnz, strict=True):
-        total += 2 * (2.0 * nnz * r + 2.0 * d * d * r) if nnz else 4.0 * N * d * r
+        sparse = nnz and not _dense_pays(N, d, d, nnz)
+        total += 2 * (2.0 * nnz * r + 2.0 * d * d * r) if sparse else 4.0 * N * d * r
     return total
 
 

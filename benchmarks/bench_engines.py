@@ -263,7 +263,12 @@ def main(argv=None) -> None:
         default=60.0,
         help="one run only when the first run takes longer (s)",
     )
-    ap.add_argument("--threads", type=int, default=2, help="BLAS threads per run")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="BLAS threads per run (1: on a shared machine a 2nd thread spin-waits)",
+    )
     ap.add_argument("--eps", type=float, default=1e-2)
     ap.add_argument("--seed", type=int, default=0, help="data and init seed")
     ap.add_argument(

@@ -18,7 +18,7 @@ projected training data, and the fit time (for a path: the time of that rank; th
 shared whitening and build are reported once per case). Random and svd starts are
 averaged over ``--seeds`` seeds.
 
-    python benchmarks/init_compare.py --out benchmarks/results/init_compare.csv
+    cd benchmarks && python init_compare.py --seeds 2 --out results/init_compare.csv
 """
 
 from __future__ import annotations
@@ -153,10 +153,14 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--max-iter", type=int, default=200)
     ap.add_argument("--tol", type=float, default=1e-6)
+    ap.add_argument("--threads", type=int, default=1, help="BLAS threads")
     ap.add_argument("--out", help="CSV of every fit (summary .md beside it)")
     args = ap.parse_args(argv)
 
     import pandas as pd
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(args.threads)
 
     rows = []
     for name in args.cases:

@@ -204,3 +204,24 @@ def test_starts_avoid_null_directions(init):
                 views
             )
         assert np.all(np.isfinite(Z))
+
+
+def test_sparse_products_and_dense_whitening_of_sparse_views_agree(rng):
+    """Very sparse views keep sparse products; denser ones are whitened to Y."""
+    N = 2000
+    onehot = [_onehot(rng, N, 60, 1), _onehot(rng, N, 40, 1), _onehot(rng, N, 50, 2)]
+    binary = [(rng.random((N, d)) < 0.3).astype(float) for d in (12, 10, 9)]
+    for views, sparse_products in ((onehot, True), (binary, False)):
+        ws = _whitened([sp.csr_matrix(X) for X in views])
+        assert all(v.is_sparse == sparse_products for v in ws)
+        wd = _whitened(views)
+        U = [rng.standard_normal((v.d, 3)) for v in ws]
+        H = rng.standard_normal((N, 3))
+        for a, b, u in zip(ws, wd, U):
+            assert_allclose(a.dot(u), b.dot(u), atol=1e-10)
+            assert_allclose(a.tdot(H), b.tdot(H), atol=1e-9)
+        init = [rng.standard_normal((X.shape[1], 3)) for X in views]
+        kw = dict(init=init, tol=0, max_iter=15, algorithm="implicit")
+        a = TCCA(3, **kw).fit([sp.csr_matrix(X) for X in views])
+        b = TCCA(3, **kw).fit(views)
+        assert_allclose(a.weights_, b.weights_, rtol=1e-9)

@@ -64,8 +64,11 @@ class WhitenedView:
 
     A dense X is whitened once, on first use of :attr:`Y` (Y has the size of X); a
     dense engine that builds M from sparse moments never needs it. A sparse X is
-    never densified: products with Y are taken as X @ (W U) - 1 (mean^T W U), and
-    :meth:`rows` densifies only a block of rows at a time.
+    not densified (``is_sparse``): products with Y are taken as
+    X @ (W U) - 1 (mean^T W U), and :meth:`rows` densifies only a block of rows at
+    a time; unless it is not sparse enough for that to pay and Y is small
+    (:func:`_dense_pays`, e.g. Ads' 25%-dense binary views), then it is whitened
+    to a dense Y like a dense X.
 
     ``sparse`` is ``(X as CSR, mean, W)`` when a sparse form exists: for sparse X,
     and for a dense X with at most ``SPARSE_DENSITY`` non-zeros (one-hot data given
@@ -84,6 +87,10 @@ class WhitenedView:
             self.mean = np.zeros(d) if mean is None else mean
             self.W = np.eye(d) if W is None else W
             self.sparse = (self.X, self.mean, self.W)
+            if _dense_pays(self.N, d, self.d, self.X.nnz):
+                # not sparse enough for sparse products to beat GEMMs on a small Y
+                self.is_sparse = False
+                self._dense = (self.X, self.mean, self.W)
         else:
             self._dense = (X, mean, W)
             if X.size and np.count_nonzero(X) <= SPARSE_DENSITY * X.size:
@@ -98,8 +105,12 @@ class WhitenedView:
         """The dense whitened data (None for a sparse view), computed once."""
         if self._Y is None and self._dense is not None:
             X, mean, W = self._dense
-            Y = X if mean is None else X - mean
-            self._Y = np.ascontiguousarray(Y if W is None else Y @ W)
+            if sp.issparse(X):
+                Y = np.asarray(X @ W) - mean @ W
+            else:
+                Y = X if mean is None else X - mean
+                Y = Y if W is None else Y @ W
+            self._Y = np.ascontiguousarray(Y)
             self._dense = None
         return self._Y
 
@@ -129,6 +140,20 @@ class WhitenedView:
         if not self.is_sparse:
             return self.Y[start:stop]
         return (self.X[start:stop].toarray() - self.mean) @ self.W
+
+
+#: Relative cost of a sparse-times-dense multiply-add (scipy, one thread) to a
+#: GEMM flop, for :func:`_dense_pays`.
+_SPARSE_MATMUL_COST = 8.0
+
+
+def _dense_pays(N: int, d_in: int, d: int, nnz: int) -> bool:
+    """Whether a sparse view should be whitened to a dense Y for the implicit
+    products: Y fits in 256 MB and 2 N d flops of GEMM per product beat
+    nnz sparse multiply-adds plus the 2 d_in d flops of W U."""
+    if 8.0 * N * d > 4 * _BLOCK_BYTES:
+        return False
+    return 2.0 * N * d < _SPARSE_MATMUL_COST * nnz + 2.0 * d_in * d
 
 
 def _block_rows(N: int, row_bytes: int) -> int:
