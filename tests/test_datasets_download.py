@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import http.server
 import io
 import stat
-import threading
 import zipfile
 
 import numpy as np
 import pytest
 
+from _http import serve
 from tcca_core import datasets
 from tcca_core.datasets import _download, mfeat, secstr
 from tcca_core.datasets._download import (
@@ -44,55 +43,9 @@ def sha(data: bytes) -> str:
 # --------------------------------------------------------------------------- server
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    """Serves ``server.files``; can cut the first responses short; honours Range."""
-
-    def log_message(self, *args):  # keep the test output clean
-        pass
-
-    def do_GET(self):
-        srv = self.server
-        srv.requests.append((self.path, self.headers.get("Range")))
-        body = srv.files.get(self.path)
-        if body is None:
-            self.send_error(404)
-            return
-        start = 0
-        rng = self.headers.get("Range")
-        if rng and srv.honour_range:
-            start = int(rng.split("=")[1].split("-")[0])
-            self.send_response(206)
-            self.send_header(
-                "Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}"
-            )
-        else:
-            self.send_response(200)
-        payload = body[start:]
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        if srv.truncate_next > 0:  # promise everything, send half, hang up
-            srv.truncate_next -= 1
-            self.wfile.write(payload[: len(payload) // 2])
-            self.wfile.flush()
-            self.close_connection = True
-            return
-        self.wfile.write(payload)
-
-
 @pytest.fixture
 def server(monkeypatch):
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    monkeypatch.setattr(_download.time, "sleep", lambda s: None)
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    srv.files, srv.requests, srv.truncate_next, srv.honour_range = {}, [], 0, True
-    srv.url = f"http://127.0.0.1:{srv.server_address[1]}"
-    thread = threading.Thread(
-        target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    yield from serve(monkeypatch)
 
 
 def _zip_bytes(members: dict[str, bytes]) -> bytes:

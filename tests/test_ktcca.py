@@ -16,14 +16,18 @@ def rng():
 
 def _views(rng, dims, N):
     z = rng.exponential(size=(N, 2)) - 1.0
-    return [z @ rng.standard_normal((2, d)) + 0.3 * rng.standard_normal((N, d))
-            for d in dims]
+    return [
+        z @ rng.standard_normal((2, d)) + 0.3 * rng.standard_normal((N, d))
+        for d in dims
+    ]
 
 
 def _outer_sum(F):
     """(1/N) sum_n f_1n o ... o f_mn for F_p of shape (N, D_p)."""
     letters = "abcd"[: len(F)]
-    return np.einsum(",".join("n" + c for c in letters) + "->" + letters, *F) / len(F[0])
+    return np.einsum(",".join("n" + c for c in letters) + "->" + letters, *F) / len(
+        F[0]
+    )
 
 
 @pytest.mark.parametrize("m", [2, 3, 4])
@@ -64,13 +68,24 @@ def test_linear_kernel_ktcca_is_tcca(rng):
     N, eps, m = 120, 0.05, 3
     views = _views(rng, (3, 4, 5), N)
     lin = TCCA(1, eps=eps, tol=1e-13, max_iter=3000, random_state=0).fit(views)
-    ker = KTCCA(1, eps=N * eps, kernel="linear", tol=1e-13, max_iter=3000,
-                jitter=1e-13, random_state=0).fit(views)
+    ker = KTCCA(
+        1,
+        eps=N * eps,
+        kernel="linear",
+        tol=1e-13,
+        max_iter=3000,
+        jitter=1e-13,
+        random_state=0,
+    ).fit(views)
     assert_allclose(ker.weights_[0] * N ** (m / 2), lin.weights_[0], rtol=1e-6)
-    for zl, zk in zip(lin.transform(views, per_view=True),
-                      ker.transform(views, per_view=True)):
-        assert_allclose(abs(zl[:, 0] @ zk[:, 0]) / np.linalg.norm(zl) / np.linalg.norm(zk),
-                        1.0, atol=1e-8)
+    for zl, zk in zip(
+        lin.transform(views, per_view=True), ker.transform(views, per_view=True)
+    ):
+        assert_allclose(
+            abs(zl[:, 0] @ zk[:, 0]) / np.linalg.norm(zl) / np.linalg.norm(zk),
+            1.0,
+            atol=1e-8,
+        )
         assert_allclose(np.linalg.norm(zk), np.linalg.norm(zl) / np.sqrt(N), rtol=1e-6)
 
 
@@ -106,8 +121,9 @@ def test_paper_kernels():
     rng = np.random.default_rng(0)
     H = rng.random((10, 6))
     D = chi2_distance(H)
-    ref = np.array([[np.sum((a - b) ** 2 / np.where(a + b > 0, a + b, 1)) for b in H]
-                    for a in H])
+    ref = np.array(
+        [[np.sum((a - b) ** 2 / np.where(a + b > 0, a + b, 1)) for b in H] for a in H]
+    )
     assert_allclose(D, ref, atol=1e-12)
     K = ViewKernel("chi2").fit(H)
     assert_allclose(np.diag(K), 1.0)
@@ -136,17 +152,25 @@ def test_non_psd_precomputed_kernel_is_rejected(rng):
 @pytest.mark.parametrize(
     "views_fn, kwargs, match",
     [
-        (lambda r: [r.standard_normal((10, 3)), r.standard_normal((9, 3))], {},
-         "same number of samples"),
+        (
+            lambda r: [r.standard_normal((10, 3)), r.standard_normal((9, 3))],
+            {},
+            "same number of samples",
+        ),
         (lambda r: [np.full((10, 3), np.nan), r.standard_normal((10, 3))], {}, "NaN"),
         (lambda r: [r.standard_normal((10, 3))], {}, "at least 2 views"),
-        (lambda r: [r.standard_normal((10, 3))] * 2, {"n_components": 11},
-         "too large"),
+        (lambda r: [r.standard_normal((10, 3))] * 2, {"n_components": 11}, "too large"),
         (lambda r: [r.standard_normal((10, 3))] * 2, {"eps": -1}, "eps must be >= 0"),
-        (lambda r: [r.standard_normal((10, 3))] * 2, {"kernel": ["l2"]},
-         "kernel has 1 entries but there are 2 views"),
-        (lambda r: [r.standard_normal((10, 3))] * 2, {"kernel": "cosine"},
-         "unknown kernel"),
+        (
+            lambda r: [r.standard_normal((10, 3))] * 2,
+            {"kernel": ["l2"]},
+            "kernel has 1 entries but there are 2 views",
+        ),
+        (
+            lambda r: [r.standard_normal((10, 3))] * 2,
+            {"kernel": "cosine"},
+            "unknown kernel",
+        ),
     ],
 )
 def test_bad_input_raises_a_clear_error(rng, views_fn, kwargs, match):

@@ -23,10 +23,8 @@ import importlib.util
 import io
 import json
 import os
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -34,11 +32,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+from _snakemake import REPO, SNAKEMAKE, snakemake_env
+
 SNAKEFILE = REPO / "Snakefile"
-SNAKEMAKE = shutil.which("snakemake") or shutil.which(
-    "snakemake", path=str(Path(sys.executable).parent)
-)
 FIXTURE_CONFIG = yaml.safe_load((REPO / ".test" / "config" / "config.yaml").read_text())
 
 needs_snakemake = pytest.mark.skipif(
@@ -53,17 +49,6 @@ def _load(name: str, path: Path):
     return module
 
 
-def _env(blas_threads: int = 1) -> dict:
-    """This interpreter first on PATH (rules that call `python`), BLAS threads fixed."""
-    env = {
-        **os.environ,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        env[var] = str(blas_threads)
-    return env
-
-
 def snakemake_cmd(work: Path, *args) -> list[str]:
     return [SNAKEMAKE, "-s", str(SNAKEFILE), "--directory", str(work), *args]
 
@@ -72,7 +57,7 @@ def run_snakemake(work: Path, *args, blas_threads: int = 1, timeout: int = 900):
     return subprocess.run(
         snakemake_cmd(work, *args),
         cwd=work,
-        env=_env(blas_threads),
+        env=snakemake_env(blas_threads),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -389,7 +374,7 @@ def test_killed_run_resumes(tmp_path, reference, how):
         proc = subprocess.Popen(
             snakemake_cmd(work, "--cores", "1"),
             cwd=work,
-            env=_env(1),
+            env=snakemake_env(1),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, jobs included

@@ -29,18 +29,15 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+from _snakemake import REPO, SNAKEMAKE, snakemake
+
 PROFILE = REPO / "profiles" / "slurm"
-SNAKEMAKE = shutil.which("snakemake") or shutil.which(
-    "snakemake", path=str(Path(sys.executable).parent)
-)
 HAS_SLURM_PLUGIN = (
     importlib.util.find_spec("snakemake_executor_plugin_slurm") is not None
 )
@@ -55,24 +52,6 @@ FAST_POLLING = (
     "--slurm-init-seconds-before-status-checks",
     "8",
 )
-
-
-def snakemake(*args, cwd=REPO, timeout=600):
-    """Run Snakemake; rules that call `python` (and SLURM jobs, which inherit the
-    environment) get this interpreter."""
-    env = {
-        **os.environ,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
-    return subprocess.run(
-        [SNAKEMAKE, *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 def profile() -> dict:

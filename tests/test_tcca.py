@@ -20,8 +20,10 @@ def rng():
 
 def _views(rng, dims, N=200, latent=2, noise=0.5):
     z = rng.exponential(size=(N, latent)) - 1.0  # skewed: third moments exist
-    return [z @ rng.standard_normal((latent, d)) + noise * rng.standard_normal((N, d))
-            for d in dims]
+    return [
+        z @ rng.standard_normal((latent, d)) + noise * rng.standard_normal((N, d))
+        for d in dims
+    ]
 
 
 def _inv_sqrt(C):
@@ -119,8 +121,10 @@ def test_two_views_reduce_to_regularized_cca(rng):
 def test_planted_low_rank_signal_is_recovered(rng, m):
     N, r, dims = 4000, 2, [8, 9, 10, 7][:m]
     S = rng.exponential(size=(N, r)) - 1.0
-    views = [S @ rng.standard_normal((r, d)) + 0.1 * rng.standard_normal((N, d))
-             for d in dims]
+    views = [
+        S @ rng.standard_normal((r, d)) + 0.1 * rng.standard_normal((N, d))
+        for d in dims
+    ]
     est = TCCA(r, random_state=0, max_iter=500).fit(views)
     for Z in est.transform(views, per_view=True):
         assert np.rad2deg(np.max(subspace_angles(Z, S - S.mean(0)))) < 5
@@ -144,10 +148,14 @@ def test_dense_and_implicit_engines_agree(rng, m):
         for Ua, Ub in zip(ref.factors_, b.factors_):
             assert_allclose(Ua, Ub, atol=1e-9)
             assert np.max(subspace_angles(Ua, Ub)) < 1e-8
-        assert_allclose(ref.reconstruction_errors_, b.reconstruction_errors_, atol=1e-10)
+        assert_allclose(
+            ref.reconstruction_errors_, b.reconstruction_errors_, atol=1e-10
+        )
     # With a tolerance and the default randomized-HOSVD start they also agree.
-    fits = [TCCA(r, algorithm=a, random_state=3).fit(views)
-            for a in ("tensorly", "dense", "implicit")]
+    fits = [
+        TCCA(r, algorithm=a, random_state=3).fit(views)
+        for a in ("tensorly", "dense", "implicit")
+    ]
     assert len({f.n_iter_ for f in fits}) == 1
     for f in fits[1:]:
         assert_allclose(fits[0].weights_, f.weights_, rtol=1e-8)
@@ -246,24 +254,48 @@ def test_non_convergence_warns_once(rng):
 @pytest.mark.parametrize(
     "views_fn, kwargs, match",
     [
-        (lambda r: [r.standard_normal((10, 3)), r.standard_normal((9, 3))], {},
-         "same number of samples"),
-        (lambda r: [np.full((10, 3), np.nan), r.standard_normal((10, 3))], {},
-         "view 0 contains NaN"),
-        (lambda r: [np.r_[r.standard_normal((9, 3)), [[np.inf, 0, 0]]],
-                    r.standard_normal((10, 3))], {}, "infinity"),
+        (
+            lambda r: [r.standard_normal((10, 3)), r.standard_normal((9, 3))],
+            {},
+            "same number of samples",
+        ),
+        (
+            lambda r: [np.full((10, 3), np.nan), r.standard_normal((10, 3))],
+            {},
+            "view 0 contains NaN",
+        ),
+        (
+            lambda r: [
+                np.r_[r.standard_normal((9, 3)), [[np.inf, 0, 0]]],
+                r.standard_normal((10, 3)),
+            ],
+            {},
+            "infinity",
+        ),
         (lambda r: [r.standard_normal((10, 3))], {}, "at least 2 views"),
         (lambda r: r.standard_normal((10, 3)), {}, "list of arrays"),
-        (lambda r: [r.standard_normal((10, 3)), r.standard_normal((10, 4))],
-         {"n_components": 4}, "n_components=4 is too large"),
+        (
+            lambda r: [r.standard_normal((10, 3)), r.standard_normal((10, 4))],
+            {"n_components": 4},
+            "n_components=4 is too large",
+        ),
         (lambda r: [r.standard_normal((10, 3))] * 2, {"eps": -1.0}, "eps must be >= 0"),
-        (lambda r: [r.standard_normal((10, 3))] * 2, {"n_components": 0},
-         "n_components must be an integer >= 1"),
-        (lambda r: [r.standard_normal((10, 3))] * 2, {"algorithm": "fast"},
-         "algorithm must be one of"),
+        (
+            lambda r: [r.standard_normal((10, 3))] * 2,
+            {"n_components": 0},
+            "n_components must be an integer >= 1",
+        ),
+        (
+            lambda r: [r.standard_normal((10, 3))] * 2,
+            {"algorithm": "fast"},
+            "algorithm must be one of",
+        ),
         (lambda r: [r.standard_normal((10, 3)), r.standard_normal(10)], {}, "2-D"),
-        (lambda r: [np.ones((10, 3)), r.standard_normal((10, 3))],
-         {"eps": 0.0}, "singular"),
+        (
+            lambda r: [np.ones((10, 3)), r.standard_normal((10, 3))],
+            {"eps": 0.0},
+            "singular",
+        ),
     ],
 )
 def test_bad_input_raises_a_clear_error(rng, views_fn, kwargs, match):

@@ -16,41 +16,18 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = shutil.which("snakemake") or shutil.which(
-    "snakemake", path=str(Path(sys.executable).parent)
-)
+from _snakemake import REPO, SNAKEMAKE, snakemake
 
 pytestmark = pytest.mark.skipif(SNAKEMAKE is None, reason="snakemake is not installed")
 
 PM_CELL = re.compile(r"^\d+\.\d\d ± \d+\.\d\d$")
-
-
-def snakemake(*args, cwd=REPO, timeout=600):
-    """Run Snakemake; rules that call `python` get this interpreter."""
-    env = {
-        **os.environ,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
-    return subprocess.run(
-        [SNAKEMAKE, *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 def job_counts(output: str) -> dict[str, int]:

@@ -854,17 +854,26 @@ def _transform(est, data, fit_cost):
     return Zs, est.r_max_, _add_costs(fit_cost, cost)
 
 
-def _fit_cca(run: _Run, idx, gp):
-    est, cost = _fit_once(
-        run,
-        "cca",
-        idx,
-        gp,
-        lambda: CCA(
-            n_components=None, eps=gp["eps"], center=gp.get("center", True)
-        ).fit(run.fit_data(idx)),
-    )
-    return _transform(est, run.row_data(idx), cost)
+def _linear_fit(cls, kind: str):
+    """The fit of a nested linear method (CCA, CCA-LS) on the views ``idx``."""
+
+    def fit(run: _Run, idx, gp):
+        est, cost = _fit_once(
+            run,
+            kind,
+            idx,
+            gp,
+            lambda: cls(
+                n_components=None, eps=gp["eps"], center=gp.get("center", True)
+            ).fit(run.fit_data(idx)),
+        )
+        return _transform(est, run.row_data(idx), cost)
+
+    return fit
+
+
+_fit_cca = _linear_fit(CCA, "cca")
+_fit_cca_ls = _linear_fit(CCALS, "cca_ls")
 
 
 def _fit_kcca(run: _Run, idx, gp):
@@ -880,19 +889,6 @@ def _fit_kcca(run: _Run, idx, gp):
     )
     Zs, r_max, cost = _transform(est, [k["rows_fit"] for k in K], cost)
     return Zs, r_max, _add_costs(cost, *(k["cost"] for k in K))
-
-
-def _fit_cca_ls(run: _Run, idx, gp):
-    est, cost = _fit_once(
-        run,
-        "cca_ls",
-        idx,
-        gp,
-        lambda: CCALS(
-            n_components=None, eps=gp["eps"], center=gp.get("center", True)
-        ).fit(run.fit_data(idx)),
-    )
-    return _transform(est, run.row_data(idx), cost)
 
 
 def _pairs(run: _Run):
