@@ -166,9 +166,10 @@ class TCCA(LinearProjectionMixin, TransformerMixin, BaseEstimator):
     tol : float, default=1e-6
         Stop when the relative reconstruction error changes by less than ``tol``
         between sweeps (tensorly's ``abs_rec_error`` criterion). 0 runs all sweeps.
-    init : {"svd", "random"} or list of arrays, default="svd"
-        ALS start: a randomized HOSVD computed without unfolding M, Gaussian
-        factors, or explicit (d_p, r) factor matrices.
+    init : {"svd", "hosvd", "random"} or list of arrays, default="svd"
+        ALS start: a randomized HOSVD computed without unfolding M, the exact
+        HOSVD (from the mode Gram matrices of M, also without unfolding it; costlier,
+        see BENCHMARKS.md), Gaussian factors, or explicit (d_p, r) factor matrices.
     random_state : int, numpy Generator or None
         Seeds the initialization; the same seed gives bit-identical results.
     algorithm : {"auto", "dense", "implicit", "tensorly"}, default="auto"
