@@ -24,7 +24,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 
 from ._tcca import _check_params, max_cp_rank
-from ._tensors import MomentEngine, WhitenedView, correlations
+from ._tensors import MomentEngine, WhitenedView
 from ._validation import (
     check_eps,
     check_n_components,
@@ -155,7 +155,7 @@ class KTCCA(TransformerMixin, BaseEstimator):
         return self
 
     @classmethod
-    def fit_path(cls, views, ranks, *, warm_start: bool = False, **params):
+    def fit_path(cls, views, ranks, *, warm_start: bool = True, **params):
         """Fitted estimators for each of ``ranks``, sharing kernels, Cholesky factors
         and the engine (the O(N^3) work is done once).
 
@@ -171,6 +171,7 @@ class KTCCA(TransformerMixin, BaseEstimator):
             eps, max_iter, tol = _check_params(
                 r, proto.eps, proto.max_iter, proto.tol, proto.algorithm
             )
+        warm_start = warm_start and len(set(ranks)) > 1
         if warm_start and not isinstance(proto.init, str):
             raise ValueError("warm_start needs init='svd' or 'random', not arrays")
         jitter = check_eps(proto.jitter, "jitter")
@@ -228,7 +229,7 @@ class KTCCA(TransformerMixin, BaseEstimator):
                 for L, B in zip(Ls, factors, strict=True)
             ]
             est.weights_ = weights
-            est.correlations_ = correlations(wviews, factors)
+            est.correlations_ = engine.correlations(factors)
             est.n_iter_ = info["n_iter"]
             est.converged_ = info["converged"]
             est.reconstruction_errors_ = info["errors"]

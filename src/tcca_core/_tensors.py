@@ -26,10 +26,14 @@ costs two passes over M instead of m.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
+
+# Per-rank progress of long rank paths (the pipeline's job logs show it).
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "WhitenedView",
@@ -900,4 +904,12 @@ class MomentEngine:
             )
             previous = [factors[0] * weights, *factors[1:]]
             out[r] = (weights, factors, info, perf_counter() - t)
+            logger.info(
+                "rank %d (%d/%d): %d ALS sweeps, %.1f s",
+                r,
+                len(out),
+                len(order),
+                info["n_iter"],
+                out[r][3],
+            )
         return out
