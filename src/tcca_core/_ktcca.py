@@ -107,7 +107,13 @@ class KTCCA(TransformerMixin, BaseEstimator):
         Added to the diagonal of K^2 + eps K, relative to its mean diagonal, so the
         Cholesky factor exists for centered or low-rank kernels (see
         :func:`kernel_whitening`).
-    max_iter, tol, init, random_state, algorithm
+    init : {"hosvd", "svd", "random"} or list of arrays, default="hosvd"
+        As in :class:`tcca_core.TCCA`, with the exact HOSVD as the default here:
+        the whitened kernels K_p L_p^(-1) have flat spectra, which the randomized
+        ``"svd"`` sketch misses, so it ends at a worse objective (BENCHMARKS.md,
+        "Initialization"). The exact start costs O(N^3) once per fit (+0.3 s at
+        N = 500, +5 min at N = 5,597); pass ``init="svd"`` for large N.
+    max_iter, tol, random_state, algorithm
         As in :class:`tcca_core.TCCA`; the dense engine builds the N^m tensor S.
 
     Attributes
@@ -131,7 +137,7 @@ class KTCCA(TransformerMixin, BaseEstimator):
         jitter: float = 1e-10,
         max_iter: int = 200,
         tol: float = 1e-6,
-        init="svd",
+        init="hosvd",
         random_state=None,
         algorithm: str = "auto",
     ):
@@ -173,7 +179,9 @@ class KTCCA(TransformerMixin, BaseEstimator):
             )
         warm_start = warm_start and len(set(ranks)) > 1
         if warm_start and not isinstance(proto.init, str):
-            raise ValueError("warm_start needs init='svd' or 'random', not arrays")
+            raise ValueError(
+                "warm_start needs init='hosvd', 'svd' or 'random', not arrays"
+            )
         jitter = check_eps(proto.jitter, "jitter")
         if not isinstance(views, (list, tuple)):
             check_views(views)  # raises the standard message

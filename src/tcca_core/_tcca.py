@@ -90,7 +90,7 @@ def tcca_path(
         raise ValueError("ranks must not be empty")
     warm_start = warm_start and len(set(ranks)) > 1  # one rank: nothing to warm
     if warm_start and not isinstance(init, str):
-        raise ValueError("warm_start needs init='svd' or 'random', not arrays")
+        raise ValueError("warm_start needs init='svd', 'hosvd' or 'random', not arrays")
     for r in ranks:
         eps, max_iter, tol = _check_params(r, eps, max_iter, tol, algorithm)
     views = check_views(views)
