@@ -195,7 +195,8 @@ lines = [
     f"{PAPER['cat'][0]}; block means {', '.join(f'{m:.2f}' for m in cblocks)} "
     f"(paper {(PAPER['cat'][0] - c30.mean()) / cse:+.1f} standard errors). "
     f"CAT - BSF per draw: {np.mean(c30 - b30):+.2f} ± {np.std(c30 - b30, ddof=1):.2f} "
-    f"(paper: {PAPER['cat'][0] - PAPER['bsf'][0]:+.2f}).",
+    f"(CAT above BSF in {(c30 > b30).sum()} of {N_DRAWS} draws; paper: "
+    f"{PAPER['cat'][0] - PAPER['bsf'][0]:+.2f}).",
 ]
 elapsed = time.perf_counter() - t_start
 write(

@@ -211,3 +211,21 @@ def test_reduced_runs_are_flagged(summary):
     text = build(s)
     assert "> **Reduced run.** These numbers come from a run with 2 splits" in text
     assert text.index("**Reduced run.**") < text.index("## Provenance")
+
+
+def test_settings_with_their_own_r_grid_are_named(summary):
+    assert "uses its own r grid" not in build(summary)
+    s = copy.deepcopy(summary)
+    s["provenance"]["config"]["datasets"] = {
+        "mfeat": {
+            "settings": {
+                "kernel2000_4": {"r_grid": list(range(5, 105, 5))},
+                "linear4": {"per_class": 4},
+                "tiny": {"r_grid": [5, 10]},
+            }
+        }
+    }
+    text = build(s)
+    assert "- mfeat/kernel2000_4 uses its own r grid: 5, ..., 100 (20 values)" in text
+    assert "- mfeat/tiny uses its own r grid: [5, 10]" in text
+    assert "linear4" not in text.split("## Tables")[0]

@@ -478,10 +478,27 @@ def _provenance(summary: Mapping) -> str:
         f"{cfg.get('r_grid')}, validation share: {cfg.get('val_fraction')}",
         "- Machine: "
         + ", ".join(f"{k} {v}" for k, v in sorted(machine.items()) if v is not None),
+        *_own_grids(cfg),
         f"- Threads per job: {prov.get('threads')}",
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())),
     ]
     return "\n".join(lines)
+
+
+def _own_grids(cfg: Mapping) -> list[str]:
+    """Provenance lines for the settings that override the r grid."""
+    out = []
+    for dataset, spec in sorted((cfg.get("datasets") or {}).items()):
+        for setting, opts in (spec.get("settings") or {}).items():
+            grid = (opts or {}).get("r_grid")
+            if grid is not None and grid != cfg.get("r_grid"):
+                shown = (
+                    f"{grid[0]}, ..., {grid[-1]} ({len(grid)} values)"
+                    if isinstance(grid, list) and len(grid) > 4
+                    else grid
+                )
+                out.append(f"- {dataset}/{setting} uses its own r grid: {shown}")
+    return out
 
 
 def _reduced_run_banner(summary: Mapping) -> list[str]:
