@@ -514,3 +514,40 @@ def test_uncentered_variants(data):
         views, y, s, "cca_avg", r_grid=[2], params={"eps": 0.1, "center": False}
     )
     assert json.loads(df["params"].iloc[0]) == {"center": False, "eps": 0.1}
+
+
+def test_cache_recognizes_sparse_views_and_fit_views(data, monkeypatch):
+    """SecStr's case: sparse one-hot views plus extra fit rows. run_method copies
+    sparse input while validating it, so the cache must key on the contents: the
+    second split reuses the fit; other contents (one value changed) refit."""
+    import scipy.sparse as sp
+
+    import tcca_core.protocol as protocol
+
+    views, y, splits = data
+    sparse = [sp.csr_matrix((X > 0).astype(float)) for X in views]
+    extra = [sp.csr_matrix(X[:40] < 0, dtype=float) for X in views]
+    kw = dict(r_grid=[2, 3], params=SMALL["tcca"], seed=3, fit_views=extra)
+    calls = []
+    original = protocol._Run.cached
+
+    def counting(self, kind, idx, gp, fit):
+        def fit_counted():
+            calls.append(kind)
+            return fit()
+
+        return original(self, kind, idx, gp, fit_counted)
+
+    monkeypatch.setattr(protocol._Run, "cached", counting)
+    cache: dict = {}
+    run_method(sparse, y, splits[0], "tcca", cache=cache, **kw)
+    first = len(calls)
+    assert first > 0
+    run_method(sparse, y, splits[1], "tcca", cache=cache, **kw)
+    assert len(calls) == first
+    changed = [e.copy() for e in extra]
+    changed[2][0, 0] = 1.0 - changed[2][0, 0]
+    run_method(
+        sparse, y, splits[1], "tcca", cache=cache, **{**kw, "fit_views": changed}
+    )
+    assert len(calls) == 2 * first

@@ -610,6 +610,25 @@ def _self_similarity(vk: ViewKernel, X) -> np.ndarray:
     return np.array([vk._eval(X[[i]], X[[i]])[0, 0] for i in range(X.shape[0])])
 
 
+def _fingerprint(views) -> str:
+    """A digest of the views' contents (shapes, dtypes, values).
+
+    The cache key of split-shared fits: each run_method call validates (so may copy)
+    its views, and an id() would also be reused by Python once an object is freed.
+    """
+    h = hashlib.sha1()
+    for X in views:
+        h.update(repr((type(X).__name__, X.shape, str(X.dtype))).encode())
+        if sp.issparse(X):
+            X = X.tocsr()
+            parts = (X.indptr, X.indices, X.data)
+        else:
+            parts = (X,)
+        for a in parts:
+            h.update(np.ascontiguousarray(a).view(np.uint8).ravel())
+    return h.hexdigest()
+
+
 class _Run:
     """Inputs of one run_method call, shared by the per-method runners."""
 
@@ -618,6 +637,7 @@ class _Run:
     ):
         self.views, self.fit_views, self.ctx = views, fit_views, ctx
         self.cache = cache
+        self.digest = None  # of the views, for the cache key; computed on first use
         self.spec, self.seed, self.r_grid = spec, seed, r_grid
         self.N = views[0].shape[0]
         self.fit = split.fit  # None: every row
@@ -639,6 +659,11 @@ class _Run:
         """
         if self.cache is None:
             return fit()
+        if self.digest is None:
+            self.digest = (
+                _fingerprint(self.views),
+                None if self.fit_views is None else _fingerprint(self.fit_views),
+            )
         rows = (
             ("all", self.N)
             if self.fit is None
@@ -652,8 +677,7 @@ class _Run:
             rows,
             self.seed,
             tuple(self.r_grid),
-            id(self.views[0]),
-            None if self.fit_views is None else id(self.fit_views[0]),
+            self.digest,
             json.dumps(self.kernel, default=str),
         )
         if key not in self.cache:
