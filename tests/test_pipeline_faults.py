@@ -137,6 +137,7 @@ BAD_CONFIGS = [
     ("unknown-method-option", lambda c: _setting(c)["methods"]["tcca"].update(epz=[1.0]), (f"invalid config: {K}.methods.tcca.epz: tcca has no option 'epz' (did you mean 'eps'?)",), False),
     ("unknown-load-option", lambda c: c["datasets"]["nuswide"].update(load={"split_sed": 1}), ("invalid config: datasets.nuswide.load.split_sed: unknown option",), False),
     ("n_labeled-and-per_class", _both_label_counts, (f"invalid config: {K}: give exactly one of n_labeled, per_class",), False),
+    ("pending-unknown-dataset", lambda c: c.update(pending={"nuswid": "later"}), ("invalid config: pending.nuswid: not a data set of this configuration",), False),
 ]  # fmt: skip
 
 
@@ -188,6 +189,22 @@ def test_bad_config_is_rejected_at_start_naming_the_key(bad_config_runs, case):
     assert "Failed validating" not in message and len(message) < 4000, message[-3000:]
     assert "Job stats" not in message  # no job was even scheduled
     assert not {"results", "logs", "data"} & set(created), created
+
+
+@needs_snakemake
+def test_pending_dataset_leaves_the_default_target(tmp_path):
+    """A run in parts: a data set marked pending schedules no job and says why."""
+    cfg = copy.deepcopy(FIXTURE_CONFIG)
+    cfg["pending"] = {"nuswide": "kernel settings still running"}
+    work = make_workdir(tmp_path, cfg)
+    res = run_snakemake(work, "-n", "--nolock", timeout=300)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-3000:]
+    assert (
+        "Leaving data set 'nuswide' out of the default target and the summary: "
+        "pending (kernel settings still running)."
+    ) in out
+    assert job_counts(out) == {"all": 1, "total": 1}, out[-3000:]  # no fit, no table
 
 
 @needs_snakemake

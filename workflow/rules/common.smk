@@ -232,6 +232,12 @@ def _resolve_settings(cfg):
                     _fail(key, f"setting {other!r} does not run {method!r}")
                 if method in scfg["methods"]:
                     _fail(key, f"{method!r} is also run in this setting")
+    for dataset in cfg.get("pending") or {}:
+        if dataset not in resolved:
+            _fail(
+                f"pending.{dataset}",
+                f"not a data set of this configuration ({', '.join(resolved)})",
+            )
     for table, tcfg in cfg["tables"].items():
         key = f"tables.{table}"
         if tcfg["dataset"] not in resolved:
@@ -270,13 +276,23 @@ wildcard_constraints:
 # --------------------------------------------------------------------- data availability
 
 
+PENDING = dict(config.get("pending") or {})
+
+
 @functools.cache
 def available_datasets():
-    """Data sets the data module can be expected to load (file names only, no I/O)."""
+    """Data sets the data module can be expected to load (file names only, no I/O),
+    less those the config marks ``pending``."""
+    candidates = [d for d in DATASETS if d not in PENDING]
+    for dataset in PENDING:
+        logger.warning(
+            f"Leaving data set {dataset!r} out of the default target and the summary: "
+            f"pending ({PENDING[dataset]})."
+        )
     if not config["skip_unavailable"]:
-        return tuple(DATASETS)
+        return tuple(candidates)
     keep = []
-    for dataset in DATASETS:
+    for dataset in candidates:
         ok, reason = tcca_datasets.availability(
             dataset, root=DATA_ROOT, mirror=config["mirror"]
         )
@@ -465,7 +481,15 @@ def summary_inputs(wildcards):
 def missing_tables():
     """Tables of the config that did not run, with the reason REPRODUCTION.md gives."""
     ran = set(tables_of(available_datasets()))
-    return {
+    missing = {}
+    for t in TABLES:
+        dataset = config["tables"][t]["dataset"]
+        if t not in ran and dataset in PENDING:
+            missing[t] = (
+                f"Not in this run: the data set `{dataset}` is marked pending in the "
+                f"configuration: {PENDING[dataset]}"
+            )
+    return missing | {
         t: (
             f"Not run: the data set `{config['tables'][t]['dataset']}` is not "
             f"available under `{config['data_root']}/` on the machine that ran the "
@@ -475,5 +499,5 @@ def missing_tables():
             "and are not shown."
         )
         for t in TABLES
-        if t not in ran
+        if t not in ran and t not in missing
     }
