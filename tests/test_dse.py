@@ -131,6 +131,27 @@ def test_eigsh_path_matches_dense_path(rng, monkeypatch):
     assert max_angle(dense.embedding_, lanczos.embedding_) < 1e-7
 
 
+def _no_convergence(*args, **kwargs):
+    from scipy.sparse.linalg import ArpackNoConvergence
+
+    raise ArpackNoConvergence("no convergence", np.empty(0), np.empty((0, 0)))
+
+
+def test_eigsh_failure_falls_back_to_dense_or_names_the_cause(rng, monkeypatch):
+    """Nearly disconnected graphs (Ads' duplicate rows) stall ARPACK: small graphs
+    are then solved densely, with the dense path's result; large ones raise."""
+    views = latent_views(rng, N=200)
+    dense = DSE(4, view_embedding="spectral", random_state=0).fit(views)
+    monkeypatch.setattr(_dse, "_DENSE_SPECTRAL_MAX", 0)
+    monkeypatch.setattr(_dse, "_DENSE_SPECTRAL_RATIO", 0)
+    monkeypatch.setattr(_dse, "eigsh", _no_convergence)
+    fallback = DSE(4, view_embedding="spectral", random_state=0).fit(views)
+    assert max_angle(dense.embedding_, fallback.embedding_) < 1e-10
+    monkeypatch.setattr(_dse, "_DENSE_SPECTRAL_FALLBACK_MAX", 100)
+    with pytest.raises(ValueError, match="did not converge .* increase n_neighbors"):
+        DSE(4, view_embedding="spectral", random_state=0).fit(views)
+
+
 @pytest.mark.parametrize(
     ("route", "shape", "dense_max"),
     [

@@ -97,7 +97,7 @@ import numpy as np
 import scipy.linalg as la
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
-from scipy.sparse.linalg import LinearOperator, eigsh, svds
+from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh, svds
 from sklearn.base import BaseEstimator
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
@@ -125,6 +125,8 @@ _DENSE_PCA_MAX = 4096
 # _DENSE_SPECTRAL_RATIO * k (measured crossover with ARPACK at k = 300: N ~ 3500);
 # tests lower it to exercise the eigsh path.
 _DENSE_SPECTRAL_MAX = 1500
+# Largest graph solved densely when ARPACK fails (an N x N float64: 800 MB at 10,000).
+_DENSE_SPECTRAL_FALLBACK_MAX = 10_000
 _DENSE_SPECTRAL_RATIO = 12
 # ARPACK relative residual tolerance; 1e-10 gave subspaces equal to tol=0 within
 # 1e-10 degrees at N=5000, k=300, a quarter faster.
@@ -351,12 +353,16 @@ def spectral_patterns(W, k: int, random_state=None) -> tuple[np.ndarray, np.ndar
     S = (sp.diags(d_isqrt) @ W @ sp.diags(d_isqrt)).tocsr()
     u0 = np.sqrt(deg)
     u0 /= np.linalg.norm(u0)
-    if N <= max(_DENSE_SPECTRAL_MAX, _DENSE_SPECTRAL_RATIO * k):
+
+    def dense():
         M = S.toarray()
         M[np.diag_indices(N)] += 1.0
         Mu = M @ u0
         M -= np.outer(u0, Mu) + np.outer(Mu, u0) - (u0 @ Mu) * np.outer(u0, u0)
-        lam, A = la.eigh((M + M.T) / 2, subset_by_index=[N - k, N - 1])
+        return la.eigh((M + M.T) / 2, subset_by_index=[N - k, N - 1])
+
+    if N <= max(_DENSE_SPECTRAL_MAX, _DENSE_SPECTRAL_RATIO * k):
+        lam, A = dense()
     else:
 
         def matmat(X):
@@ -374,7 +380,19 @@ def spectral_patterns(W, k: int, random_state=None) -> tuple[np.ndarray, np.ndar
         rng = check_random_state(random_state)
         v0 = rng.standard_normal(N)
         v0 -= u0 * (u0 @ v0)
-        lam, A = eigsh(op, k=k, which="LA", v0=v0, tol=_EIGSH_TOL)
+        try:
+            lam, A = eigsh(op, k=k, which="LA", v0=v0, tol=_EIGSH_TOL)
+        except ArpackNoConvergence:
+            # Nearly disconnected graphs (many duplicate rows) have eigenvalues
+            # clustered at 1, where Lanczos stalls; the dense solver does not.
+            if N > _DENSE_SPECTRAL_FALLBACK_MAX:
+                raise ValueError(
+                    f"the spectral embedding of a {N}-node kNN graph did not converge "
+                    "(ARPACK); the graph is probably nearly disconnected (duplicate "
+                    "rows): increase n_neighbors or use view_embedding='pca'"
+                ) from None
+            logger.info("eigsh did not converge on %d nodes; dense eigh instead", N)
+            lam, A = dense()
     order = np.argsort(lam)[::-1]
     return _flip_signs(A[:, order].copy()), lam[order] - 1.0
 
