@@ -208,6 +208,19 @@ def test_pending_dataset_leaves_the_default_target(tmp_path):
 
 
 @needs_snakemake
+def test_pending_method_is_left_out_of_its_setting(tmp_path):
+    """One method of one setting pending: its fit job is not scheduled, the rest is."""
+    cfg = copy.deepcopy(FIXTURE_CONFIG)
+    cfg["pending"] = {"nuswide/linear2/tcca": "still running"}
+    work = make_workdir(tmp_path, cfg)
+    res = run_snakemake(work, "-n", "--nolock", timeout=300)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-3000:]
+    assert job_counts(out)["fit"] == 2, out[-3000:]  # bsf and ktcca; tcca left out
+    assert "Fitting tcca on" not in out
+
+
+@needs_snakemake
 def test_fixture_config_passes_the_checks(tmp_path):
     """The control: the unmodified fixture configuration schedules its jobs."""
     work = make_workdir(tmp_path)
