@@ -206,3 +206,25 @@ def test_format_pm():
     assert reporting.format_pm(62.357, 1.2749) == "62.36 ± 1.27"
     assert reporting.format_pm(50.0, float("nan")) == "50.00"
     assert reporting.format_pm(float("nan"), 1.0) == "n/a"
+
+
+def test_git_commit_is_dirty_only_outside_the_published_outputs(tmp_path):
+    import subprocess
+
+    from tcca_core.reporting import git_commit
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "results").mkdir()
+    for name in ("results/summary.json", "REPRODUCTION.md", "code.py"):
+        (tmp_path / name).write_text("a\n")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x")
+    assert git_commit(tmp_path)["dirty"] is False
+    (tmp_path / "results/summary.json").write_text("b\n")
+    (tmp_path / "REPRODUCTION.md").write_text("b\n")
+    assert git_commit(tmp_path / "results")["dirty"] is False
+    (tmp_path / "code.py").write_text("b\n")
+    assert git_commit(tmp_path / "results")["dirty"] is True

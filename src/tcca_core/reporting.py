@@ -901,8 +901,13 @@ def package_versions(packages: Sequence[str] = _PACKAGES) -> dict:
     return out
 
 
+#: The pipeline's own published outputs: rewriting them does not make a run "dirty".
+OUTPUT_PATHS = ("results", "REPRODUCTION.md")
+
+
 def git_commit(path: str | os.PathLike) -> dict:
-    """The commit of the repository holding ``path`` and whether the tree is dirty."""
+    """The commit of the repository holding ``path`` and whether the tree is dirty
+    (tracked changes outside :data:`OUTPUT_PATHS`, which a rerun rewrites)."""
 
     def git(*args):
         return subprocess.run(
@@ -916,7 +921,16 @@ def git_commit(path: str | os.PathLike) -> dict:
 
     try:
         commit = git("rev-parse", "HEAD")
-        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+        dirty = bool(
+            git(
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ":(top)",
+                *(f":(top,exclude){p}" for p in OUTPUT_PATHS),
+            )
+        )
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
     return {"commit": commit, "dirty": dirty}
