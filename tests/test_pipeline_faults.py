@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from _snakemake import REPO, SNAKEMAKE, snakemake_env
+from _snakemake import REPO, SNAKEMAKE, snakemake, snakemake_env
 
 SNAKEFILE = REPO / "Snakefile"
 FIXTURE_CONFIG = yaml.safe_load((REPO / ".test" / "config" / "config.yaml").read_text())
@@ -54,14 +54,11 @@ def snakemake_cmd(work: Path, *args) -> list[str]:
 
 
 def run_snakemake(work: Path, *args, blas_threads: int = 1, timeout: int = 900):
-    return subprocess.run(
-        snakemake_cmd(work, *args),
+    return snakemake(
+        *snakemake_cmd(work, *args)[1:],
         cwd=work,
-        env=snakemake_env(blas_threads),
-        capture_output=True,
-        text=True,
         timeout=timeout,
-        check=False,
+        blas_threads=blas_threads,
     )
 
 
@@ -191,15 +188,20 @@ def test_bad_config_is_rejected_at_start_naming_the_key(bad_config_runs, case):
     assert not {"results", "logs", "data"} & set(created), created
 
 
+def _dry_run_pending(tmp_path: Path, pending: dict) -> str:
+    """A dry run of the fixture with ``pending`` set; its output (it must succeed)."""
+    cfg = copy.deepcopy(FIXTURE_CONFIG)
+    cfg["pending"] = pending
+    res = run_snakemake(make_workdir(tmp_path, cfg), "-n", "--nolock", timeout=300)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-3000:]
+    return out
+
+
 @needs_snakemake
 def test_pending_dataset_leaves_the_default_target(tmp_path):
     """A run in parts: a data set marked pending schedules no job and says why."""
-    cfg = copy.deepcopy(FIXTURE_CONFIG)
-    cfg["pending"] = {"nuswide": "kernel settings still running"}
-    work = make_workdir(tmp_path, cfg)
-    res = run_snakemake(work, "-n", "--nolock", timeout=300)
-    out = res.stdout + res.stderr
-    assert res.returncode == 0, out[-3000:]
+    out = _dry_run_pending(tmp_path, {"nuswide": "kernel settings still running"})
     assert (
         "Leaving data set 'nuswide' out of the default target and the summary: "
         "pending (kernel settings still running)."
@@ -210,12 +212,7 @@ def test_pending_dataset_leaves_the_default_target(tmp_path):
 @needs_snakemake
 def test_pending_method_is_left_out_of_its_setting(tmp_path):
     """One method of one setting pending: its fit job is not scheduled, the rest is."""
-    cfg = copy.deepcopy(FIXTURE_CONFIG)
-    cfg["pending"] = {"nuswide/linear2/tcca": "still running"}
-    work = make_workdir(tmp_path, cfg)
-    res = run_snakemake(work, "-n", "--nolock", timeout=300)
-    out = res.stdout + res.stderr
-    assert res.returncode == 0, out[-3000:]
+    out = _dry_run_pending(tmp_path, {"nuswide/linear2/tcca": "still running"})
     assert job_counts(out)["fit"] == 2, out[-3000:]  # bsf and ktcca; tcca left out
     assert "Fitting tcca on" not in out
 

@@ -455,15 +455,10 @@ def test_split_without_seed_from_index_arrays(data):
     assert a["seed"].isna().all()
 
 
-@pytest.mark.parametrize("method", ["cca_avg", "cca_ls", "tcca", "kcca_bst", "ktcca"])
-def test_cache_shares_split_independent_fits(data, method, monkeypatch):
-    """With a cache the transductive fit runs once for both splits, and every
-    accuracy equals that of the uncached runs; a different fit set is refitted."""
+def _count_fits(monkeypatch) -> list[str]:
+    """The kinds of the fits run_method actually computes (cache misses), in order."""
     import tcca_core.protocol as protocol
 
-    views, y, splits = data
-    kw = dict(r_grid=[2, 3], params=SMALL.get(method), seed=3)
-    plain = [run_method(views, y, s, method, **kw) for s in splits]
     calls = []
     original = protocol._Run.cached
 
@@ -475,6 +470,17 @@ def test_cache_shares_split_independent_fits(data, method, monkeypatch):
         return original(self, kind, idx, gp, fit_counted)
 
     monkeypatch.setattr(protocol._Run, "cached", counting)
+    return calls
+
+
+@pytest.mark.parametrize("method", ["cca_avg", "cca_ls", "tcca", "kcca_bst", "ktcca"])
+def test_cache_shares_split_independent_fits(data, method, monkeypatch):
+    """With a cache the transductive fit runs once for both splits, and every
+    accuracy equals that of the uncached runs; a different fit set is refitted."""
+    views, y, splits = data
+    kw = dict(r_grid=[2, 3], params=SMALL.get(method), seed=3)
+    plain = [run_method(views, y, s, method, **kw) for s in splits]
+    calls = _count_fits(monkeypatch)
     cache: dict = {}
     shared = [run_method(views, y, splits[0], method, cache=cache, **kw)]
     first = len(calls)
@@ -522,23 +528,11 @@ def test_cache_recognizes_sparse_views_and_fit_views(data, monkeypatch):
     second split reuses the fit; other contents (one value changed) refit."""
     import scipy.sparse as sp
 
-    import tcca_core.protocol as protocol
-
     views, y, splits = data
     sparse = [sp.csr_matrix((X > 0).astype(float)) for X in views]
     extra = [sp.csr_matrix(X[:40] < 0, dtype=float) for X in views]
     kw = dict(r_grid=[2, 3], params=SMALL["tcca"], seed=3, fit_views=extra)
-    calls = []
-    original = protocol._Run.cached
-
-    def counting(self, kind, idx, gp, fit):
-        def fit_counted():
-            calls.append(kind)
-            return fit()
-
-        return original(self, kind, idx, gp, fit_counted)
-
-    monkeypatch.setattr(protocol._Run, "cached", counting)
+    calls = _count_fits(monkeypatch)
     cache: dict = {}
     run_method(sparse, y, splits[0], "tcca", cache=cache, **kw)
     first = len(calls)
