@@ -462,12 +462,12 @@ def _count_fits(monkeypatch) -> list[str]:
     calls = []
     original = protocol._Run.cached
 
-    def counting(self, kind, idx, gp, fit):
+    def counting(self, kind, idx, gp, fit, rows=None):
         def fit_counted():
             calls.append(kind)
             return fit()
 
-        return original(self, kind, idx, gp, fit_counted)
+        return original(self, kind, idx, gp, fit_counted, rows=rows)
 
     monkeypatch.setattr(protocol._Run, "cached", counting)
     return calls
@@ -494,6 +494,27 @@ def test_cache_shares_split_independent_fits(data, method, monkeypatch):
     inductive = Split(s.labeled, s.validation, s.test, s.seed, 0, fit=np.arange(80))
     run_method(views, y, inductive, method, cache=cache, **kw)
     assert len(calls) == 2 * first  # other fit rows: refitted
+
+
+@pytest.mark.parametrize("method", ["dse", "ssmvd"])
+def test_cache_shares_transductive_fits(data, method, monkeypatch):
+    """DSE/SSMVD embed the fit rows plus every evaluated row: on all rows that is
+    the same fit in every split (Ads, mfeat), fitted once; on a per-split subset
+    (SecStr's 10K) each split is fitted anew. Accuracies equal the uncached ones."""
+    views, y, splits = data
+    kw = dict(r_grid=[2, 3], params=SMALL.get(method), seed=3)
+    plain = [run_method(views, y, s, method, **kw) for s in splits]
+    calls = _count_fits(monkeypatch)
+    cache: dict = {}
+    shared = [run_method(views, y, s, method, cache=cache, **kw) for s in splits]
+    assert len(calls) == len(cache) == 2  # one per r, none for the second split
+    for a, b in zip(plain, shared, strict=True):
+        cols = ["val_acc", "test_acc", "r", "k", "params"]
+        pd.testing.assert_frame_equal(a[cols], b[cols])
+    sub = {**(SMALL.get(method) or {}), "subset": 40}
+    for s in splits:
+        run_method(views, y, s, method, cache=cache, **{**kw, "params": sub})
+    assert len(calls) == 2 + 2 * len(splits)  # other rows in each split: refitted
 
 
 def test_uncentered_variants(data):

@@ -650,12 +650,13 @@ class _Run:
         )
 
     # -- fits shared across splits
-    def cached(self, kind: str, idx, gp: dict, fit):
+    def cached(self, kind: str, idx, gp: dict, fit, rows=None):
         """``fit()`` once per (kind, views, grid point, fit rows) within a cache.
 
         A split-independent fit (e.g. SecStr's transductive fit on all rows) is then
         computed once for every split that a fit job loops over; its measured cost
-        is reported on each split's rows.
+        is reported on each split's rows. ``rows`` (default the split's fit rows)
+        are the rows of ``views`` the fit sees.
         """
         if self.cache is None:
             return fit()
@@ -664,10 +665,13 @@ class _Run:
                 _fingerprint(self.views),
                 None if self.fit_views is None else _fingerprint(self.fit_views),
             )
+        if rows is None:
+            rows = self.fit
+        every = rows is None or np.array_equal(rows, np.arange(self.N))
         rows = (
             ("all", self.N)
-            if self.fit is None
-            else hashlib.sha1(np.ascontiguousarray(self.fit).tobytes()).hexdigest()
+            if every
+            else hashlib.sha1(np.ascontiguousarray(rows).tobytes()).hexdigest()
         )
         key = (
             self.spec.name,
@@ -680,9 +684,12 @@ class _Run:
             self.digest,
             json.dumps(self.kernel, default=str),
         )
-        if key not in self.cache:
-            self.cache[key] = fit()
-        return self.cache[key]
+        try:  # one lookup: a disk cache (FitCache) loads the entry once
+            return self.cache[key]
+        except KeyError:
+            pass
+        value = self.cache[key] = fit()
+        return value
 
     # -- data access
     def fit_data(self, idx) -> list:
@@ -1055,7 +1062,7 @@ def _spectral_data(run: _Run):
     fit = np.arange(run.N) if run.fit is None else run.fit
     rows = np.union1d(fit, run.ctx.rows)
     run.n_fit = rows.size
-    return [X[rows] for X in run.views], np.searchsorted(rows, run.ctx.rows)
+    return [X[rows] for X in run.views], np.searchsorted(rows, run.ctx.rows), rows
 
 
 def _spectral_r_max(data, gp: dict, seed) -> int:
@@ -1083,17 +1090,23 @@ def _spectral_r_max(data, gp: dict, seed) -> int:
 def _run_dse(run: _Run, points):
     from .baselines._dse import DSE
 
-    data, pos = _spectral_data(run)
+    data, pos, rows = _spectral_data(run)
     for gp in points:
         r_max = _spectral_r_max(data, gp, run.seed)
         for r, capped in run.r_values(r_max):
             if capped:
                 run.add(None, r=r, r_max=r_max, params=gp)
                 continue
-            with _measure() as cost:
-                Z = DSE(r, random_state=run.seed, **_estimator_args(gp)).fit_transform(
-                    data
-                )
+
+            def fit(gp=gp, r=r):
+                with _measure() as cost:
+                    est = DSE(r, random_state=run.seed, **_estimator_args(gp))
+                    Z = est.fit_transform(data)
+                return Z, cost
+
+            # Transductive on the same rows in every split (all rows, e.g. Ads,
+            # mfeat): one fit per cache.
+            Z, cost = run.cached(f"dse r={r}", (), gp, fit, rows=rows)
             run.add(
                 run.ctx.outputs(Z[pos]),
                 r=r,
@@ -1107,7 +1120,7 @@ def _run_dse(run: _Run, points):
 def _run_ssmvd(run: _Run, points):
     from .baselines._ssmvd import SSMVD
 
-    data, pos = _spectral_data(run)
+    data, pos, rows = _spectral_data(run)
     # One fit_transform_grid call per (other settings, r) serves every
     # (lambda1, lambda2): the PCA patterns and their Gram matrix are shared.
     groups: dict[str, list[dict]] = {}
@@ -1123,9 +1136,16 @@ def _run_ssmvd(run: _Run, points):
                 for gp in gps:
                     run.add(None, r=r, r_max=r_max, params=gp)
                 continue
-            with _measure() as cost:
-                est = SSMVD(r, random_state=run.seed, **rest)
-                Zs = est.fit_transform_grid(data, [r], lambdas=lambdas)
+
+            def fit(rest=rest, lambdas=lambdas, r=r):
+                with _measure() as cost:
+                    est = SSMVD(r, random_state=run.seed, **rest)
+                    Zs = est.fit_transform_grid(data, [r], lambdas=lambdas)
+                return Zs, cost
+
+            Zs, cost = run.cached(
+                f"ssmvd r={r}", (), {"rest": rest, "lambdas": lambdas}, fit, rows=rows
+            )
             for gp, (l1, l2) in zip(gps, lambdas, strict=True):
                 Z = Zs[(r, l1, l2)]
                 run.add(
@@ -1377,12 +1397,15 @@ def run_method(
         histograms, ``"l2"`` otherwise).
     k_max : int, default=10
     gamma : float, default=1e-2
-    cache : dict, optional
-        Pass the same (initially empty) dict to the calls for several splits of one
-        data set to fit once the DR steps that do not depend on the split (same fit
-        rows, views, grid point and seed: e.g. transductive fits on all rows); the
+    cache : dict or tcca_core.fit_cache.FitCache, optional
+        Pass the same (initially empty) mapping to the calls for several splits of
+        one data set to fit once the DR steps that do not depend on the split (same
+        fit rows, views, grid point and seed: e.g. transductive fits on all rows); the
         learner still runs per split. The results are identical to uncached calls;
-        the cached fit's time and memory are reported on every split.
+        the cached fit's time and memory are reported on every split. A dict keeps
+        every entry in memory (for DSE/SSMVD that is every representation of the
+        grid); a :class:`~tcca_core.fit_cache.FitCache` keeps them in a folder and
+        shares them between processes.
 
     Returns
     -------

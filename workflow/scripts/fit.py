@@ -3,6 +3,8 @@ r grid. run_method measures fit time and peak memory per r; the job's own time a
 RSS are in its benchmark file. The table is written to <output>.part and renamed, so a
 job killed mid-write never leaves a partial table under the final name."""
 
+import tempfile
+
 import pandas as pd
 from _common import (
     atomic_output,
@@ -14,6 +16,7 @@ from _common import (
 )
 
 from tcca_core import protocol
+from tcca_core.fit_cache import FitCache
 
 log = start_logging(snakemake)  # noqa: F821
 cfg = snakemake.params.cfg  # noqa: F821
@@ -35,7 +38,11 @@ if cfg["fit_extra"]:  # extra unlabeled rows for the subspace (SecStr 1.3M)
 
 r_grid = protocol.R_GRID_PAPER if cfg["r_grid"] == "paper" else cfg["r_grid"]
 frames = []
-cache = {}  # split-independent fits are done once for all the splits of this job
+# Split-independent fits are done once for all the splits of this job, and with
+# `fit_cache` once for all jobs (config/README.md); entries live on disk, not in RAM.
+folder = snakemake.config.get("fit_cache")  # noqa: F821
+scratch = None if folder else tempfile.TemporaryDirectory(prefix="tcca-fit-")
+cache = FitCache(folder or scratch.name)
 for split in splits:
     log.info(
         "%s, split %d: %d rows, r grid %s", cfg["method"], split.index, len(y), r_grid
@@ -55,6 +62,9 @@ for split in splits:
             cache=cache,
         )
     )
+log.info("fit cache %s: %d reused, %d stored", cache.folder, cache.hits, cache.misses)
+if scratch is not None:
+    scratch.cleanup()
 results = pd.concat(frames, ignore_index=True)
 results.insert(0, "setting", cfg["setting"])
 results.insert(0, "dataset", cfg["dataset"])
