@@ -99,3 +99,38 @@ def test_unreadable_entry_is_refitted(data, tmp_path, caplog):
 def test_code_digest_covers_the_package_source():
     digest = fit_cache.code_digest()
     assert len(digest) == 64 and digest == fit_cache.code_digest()
+
+
+class _Payload:
+    """Unpickling this runs ``open(marker, "w")``: a stand-in for os.system."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_foreign_entry_is_refused_not_run(data, tmp_path, caplog):
+    """An entry naming a global outside the allowed packages is never executed:
+    it is reported unreadable and the fit is recomputed."""
+    import pickle
+
+    views, y, splits = data
+    kw = dict(r_grid=[2], params={"eps": [1e-2], "max_iter": 20}, seed=3)
+    expected = run_method(views, y, splits[0], "tcca", cache=FitCache(tmp_path), **kw)
+    (entry,) = tmp_path.glob("*.pkl")
+    marker = tmp_path / "pwned"
+    entry.write_bytes(pickle.dumps(_Payload(marker)))
+    cache = FitCache(tmp_path)
+    got = run_method(views, y, splits[0], "tcca", cache=cache, **kw)
+    assert not marker.exists()
+    assert "refusing to load global io.open" in caplog.text
+    assert cache.hits == 0 and cache.misses == 1
+    pd.testing.assert_frame_equal(expected[COLS], got[COLS])
+    # control: the payload is live; plain unpickling would have run it
+    bad = tmp_path / "bad.pickle"
+    bad.write_bytes(pickle.dumps(_Payload(marker)))
+    with open(bad, "rb") as fh:
+        pickle.Unpickler(fh).load()
+    assert marker.exists()

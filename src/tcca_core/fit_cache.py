@@ -15,8 +15,12 @@ digest of the data) plus a digest of this package's source files and of the nume
 libraries' versions: a changed implementation never reads an old entry. Entries are
 written to a temporary name and renamed, so a reader never sees a partial one and
 concurrent writers of one key (identical contents) are harmless. An unreadable entry
-is logged and treated as missing. Entries are pickles: point the cache only at a
-folder you trust.
+is logged and treated as missing.
+
+Entries are pickles, read back by an unpickler that resolves only the classes of this
+package and of numpy, scipy, scikit-learn and tensorly, plain builtin types and the
+few reconstructors numpy needs: a foreign or tampered entry that names anything else
+(``os.system``, say) is refused before it runs, and refitted.
 """
 
 from __future__ import annotations
@@ -36,6 +40,40 @@ __all__ = ["FitCache", "code_digest"]
 logger = logging.getLogger(__name__)
 
 _LIBRARIES = ("numpy", "scipy", "scikit-learn", "tensorly")
+
+# What an entry may name: classes of these packages (constructed through __new__ and
+# __setstate__, never __init__), builtin value types, and numpy's reconstructors.
+_CLASS_PACKAGES = frozenset({"tcca_core", "numpy", "scipy", "sklearn", "tensorly"})
+_BUILTINS = frozenset(
+    {"bool", "bytearray", "bytes", "complex", "dict", "float", "frozenset", "int"}
+    | {"list", "object", "range", "set", "slice", "str", "tuple"}
+)
+_FUNCTIONS = frozenset(
+    {
+        ("copyreg", "_reconstructor"),
+        ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "scalar"),
+        ("numpy._core.numeric", "_frombuffer"),
+        ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy.core.multiarray", "scalar"),
+        ("numpy.random._pickle", "__bit_generator_ctor"),
+        ("numpy.random._pickle", "__generator_ctor"),
+        ("numpy.random._pickle", "__randomstate_ctor"),
+    }
+)
+
+
+class _Unpickler(pickle.Unpickler):
+    def find_class(self, module, name):
+        if module == "builtins" and name in _BUILTINS:
+            return super().find_class(module, name)
+        if (module, name) in _FUNCTIONS:
+            return super().find_class(module, name)
+        if module.split(".")[0] in _CLASS_PACKAGES:
+            obj = super().find_class(module, name)
+            if isinstance(obj, type):
+                return obj
+        raise pickle.UnpicklingError(f"refusing to load global {module}.{name}")
 
 
 @lru_cache(maxsize=1)
@@ -106,7 +144,7 @@ class FitCache:
         path = self._path(key)
         try:
             with open(path, "rb") as fh:
-                return pickle.load(fh)
+                return _Unpickler(fh).load()
         except FileNotFoundError:
             return _MISSING
         except Exception as exc:  # truncated or foreign file: refit
