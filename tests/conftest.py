@@ -52,3 +52,22 @@ def single_blas_thread():
     """
     with threadpool_limits(limits=1, user_api="blas"):
         yield
+
+
+@pytest.fixture
+def fit_calls(monkeypatch) -> list[str]:
+    """The kinds of the fits run_method actually computes (cache misses), in order."""
+    import tcca_core.protocol as protocol
+
+    calls = []
+    original = protocol._Run.cached
+
+    def counting(self, kind, idx, gp, fit, rows=None):
+        def fit_counted():
+            calls.append(kind)
+            return fit()
+
+        return original(self, kind, idx, gp, fit_counted, rows=rows)
+
+    monkeypatch.setattr(protocol._Run, "cached", counting)
+    return calls

@@ -23,23 +23,6 @@ def data():
     return views, y, make_splits(y, n_labeled=20, n_splits=2, seed=1)
 
 
-def _counting(monkeypatch):
-    """Kinds of the fits actually computed."""
-    import tcca_core.protocol as protocol
-
-    calls, original = [], protocol._Run.cached
-
-    def counting(self, kind, idx, gp, fit, rows=None):
-        def counted():
-            calls.append(kind)
-            return fit()
-
-        return original(self, kind, idx, gp, counted, rows=rows)
-
-    monkeypatch.setattr(protocol._Run, "cached", counting)
-    return calls
-
-
 @pytest.mark.parametrize(
     "method, params",
     [
@@ -47,13 +30,14 @@ def _counting(monkeypatch):
         ("ssmvd", {"lambda1": [0.0, 0.1], "lambda2": [0.1]}),
     ],
 )
-def test_second_process_reuses_the_folder(data, method, params, tmp_path, monkeypatch):
+def test_second_process_reuses_the_folder(data, method, params, tmp_path, fit_calls):
     """A new FitCache on the same folder (another job, e.g. another labeled size of
     the same rows) computes nothing and gives the uncached accuracies exactly."""
     views, y, splits = data
     kw = dict(r_grid=[2, 3], params=params, seed=3)
     plain = [run_method(views, y, s, method, **kw) for s in splits]
-    calls = _counting(monkeypatch)
+    calls = fit_calls
+    calls.clear()  # count from here on
     first = FitCache(tmp_path / "fits")
     a = [run_method(views, y, s, method, cache=first, **kw) for s in splits]
     n_fits = len(calls)

@@ -455,32 +455,15 @@ def test_split_without_seed_from_index_arrays(data):
     assert a["seed"].isna().all()
 
 
-def _count_fits(monkeypatch) -> list[str]:
-    """The kinds of the fits run_method actually computes (cache misses), in order."""
-    import tcca_core.protocol as protocol
-
-    calls = []
-    original = protocol._Run.cached
-
-    def counting(self, kind, idx, gp, fit, rows=None):
-        def fit_counted():
-            calls.append(kind)
-            return fit()
-
-        return original(self, kind, idx, gp, fit_counted, rows=rows)
-
-    monkeypatch.setattr(protocol._Run, "cached", counting)
-    return calls
-
-
 @pytest.mark.parametrize("method", ["cca_avg", "cca_ls", "tcca", "kcca_bst", "ktcca"])
-def test_cache_shares_split_independent_fits(data, method, monkeypatch):
+def test_cache_shares_split_independent_fits(data, method, fit_calls):
     """With a cache the transductive fit runs once for both splits, and every
     accuracy equals that of the uncached runs; a different fit set is refitted."""
     views, y, splits = data
     kw = dict(r_grid=[2, 3], params=SMALL.get(method), seed=3)
     plain = [run_method(views, y, s, method, **kw) for s in splits]
-    calls = _count_fits(monkeypatch)
+    calls = fit_calls
+    calls.clear()  # count from here on
     cache: dict = {}
     shared = [run_method(views, y, splits[0], method, cache=cache, **kw)]
     first = len(calls)
@@ -497,14 +480,15 @@ def test_cache_shares_split_independent_fits(data, method, monkeypatch):
 
 
 @pytest.mark.parametrize("method", ["dse", "ssmvd"])
-def test_cache_shares_transductive_fits(data, method, monkeypatch):
+def test_cache_shares_transductive_fits(data, method, fit_calls):
     """DSE/SSMVD embed the fit rows plus every evaluated row: on all rows that is
     the same fit in every split (Ads, mfeat), fitted once; on a per-split subset
     (SecStr's 10K) each split is fitted anew. Accuracies equal the uncached ones."""
     views, y, splits = data
     kw = dict(r_grid=[2, 3], params=SMALL.get(method), seed=3)
     plain = [run_method(views, y, s, method, **kw) for s in splits]
-    calls = _count_fits(monkeypatch)
+    calls = fit_calls
+    calls.clear()  # count from here on
     cache: dict = {}
     shared = [run_method(views, y, s, method, cache=cache, **kw) for s in splits]
     assert len(calls) == len(cache) == 2  # one per r, none for the second split
@@ -543,7 +527,7 @@ def test_uncentered_variants(data):
     assert json.loads(df["params"].iloc[0]) == {"center": False, "eps": 0.1}
 
 
-def test_cache_recognizes_sparse_views_and_fit_views(data, monkeypatch):
+def test_cache_recognizes_sparse_views_and_fit_views(data, fit_calls):
     """SecStr's case: sparse one-hot views plus extra fit rows. run_method copies
     sparse input while validating it, so the cache must key on the contents: the
     second split reuses the fit; other contents (one value changed) refit."""
@@ -553,7 +537,8 @@ def test_cache_recognizes_sparse_views_and_fit_views(data, monkeypatch):
     sparse = [sp.csr_matrix((X > 0).astype(float)) for X in views]
     extra = [sp.csr_matrix(X[:40] < 0, dtype=float) for X in views]
     kw = dict(r_grid=[2, 3], params=SMALL["tcca"], seed=3, fit_views=extra)
-    calls = _count_fits(monkeypatch)
+    calls = fit_calls
+    calls.clear()  # count from here on
     cache: dict = {}
     run_method(sparse, y, splits[0], "tcca", cache=cache, **kw)
     first = len(calls)
