@@ -118,9 +118,6 @@ class FitCache:
         name = hashlib.sha256(repr((code_digest(), key)).encode()).hexdigest()
         return self.folder / f"{name}.pkl"
 
-    def __contains__(self, key) -> bool:
-        return self._path(key).exists()
-
     def __getitem__(self, key):
         value = self._load(key)
         if value is _MISSING:
