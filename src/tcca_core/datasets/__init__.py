@@ -48,6 +48,7 @@ from ._download import (
     DataUnavailableError,
     DownloadError,
     UnsafeArchiveError,
+    WriteError,
 )
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "DatasetSpec",
     "DownloadError",
     "UnsafeArchiveError",
+    "WriteError",
     "availability",
     "load",
     "prepare",
@@ -85,6 +87,7 @@ def load(
     root: str | os.PathLike = "data",
     mirror: str | os.PathLike | None = None,
     force: bool = False,
+    verify: bool = False,
     **options: Any,
 ) -> Dataset:
     """Load a data set, fetching and preparing it on first use.
@@ -102,6 +105,11 @@ def load(
         nothing is downloaded.
     force : bool, default=False
         Prepare again even if the cached files are up to date.
+    verify : bool, default=False
+        Check the prepared ``views.npz`` against the sha256 in its manifest even
+        when its size and modification time match (by default the digest is
+        computed only when they disagree). A corrupted file is prepared again,
+        with a warning.
     **options
         Data-set options: ``ads``: ``include_local=True``; ``nuswide``:
         ``selection="single"`` (or ``"any"``), ``split_seed=0``, ``n_train=None``.
@@ -122,8 +130,13 @@ def load(
     DataUnavailableError
         The raw files cannot be obtained; the message says what to download, from
         where, and where to put it.
+    WriteError
+        A file cannot be written (a full disk, a read-only folder); the message
+        names the file and the disk, and no partial file is left.
     """
-    return load_spec(_spec(name), root, mirror, force=force, options=options)
+    return load_spec(
+        _spec(name), root, mirror, force=force, options=options, verify=verify
+    )
 
 
 def prepare(
@@ -132,6 +145,7 @@ def prepare(
     mirror: str | os.PathLike | None = None,
     *,
     force: bool = False,
+    verify: bool = False,
     **options: Any,
 ) -> Path:
     """Fetch, verify and prepare a data set without loading it.
@@ -139,7 +153,9 @@ def prepare(
     Takes the same arguments as :func:`load` and returns the path of the
     manifest ``<root>/prepared/<name>/manifest.json``.
     """
-    return prepare_spec(_spec(name), root, mirror, force=force, options=options)
+    return prepare_spec(
+        _spec(name), root, mirror, force=force, options=options, verify=verify
+    )
 
 
 def availability(

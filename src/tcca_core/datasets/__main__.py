@@ -25,6 +25,7 @@ from ._download import (
     DataUnavailableError,
     DownloadError,
     UnsafeArchiveError,
+    WriteError,
 )
 
 
@@ -61,6 +62,12 @@ def main(argv: list[str] | None = None) -> int:
             "--force", action="store_true", help="prepare even if up to date"
         )
         p.add_argument(
+            "--verify",
+            action="store_true",
+            help="check the prepared views against their sha256 (prepare again if "
+            "corrupted)",
+        )
+        p.add_argument(
             "-o",
             "--option",
             action="append",
@@ -87,7 +94,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "prepare":
             print(
-                prepare(args.name, args.root, args.mirror, force=args.force, **options)
+                prepare(
+                    args.name,
+                    args.root,
+                    args.mirror,
+                    force=args.force,
+                    verify=args.verify,
+                    **options,
+                )
             )
         else:
             ds = load(
@@ -95,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                 root=args.root,
                 mirror=args.mirror,
                 force=args.force,
+                verify=args.verify,
                 **options,
             )
             print(ds)
@@ -108,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         DownloadError,
         UnsafeArchiveError,
         ValueError,
+        WriteError,
     ) as exc:
         logging.getLogger("tcca_core.datasets").error("%s", exc)
         return 1

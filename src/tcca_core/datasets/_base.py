@@ -14,7 +14,13 @@ the rest, identically for every data set:
   means the prepared files are complete. It is the target of the Snakemake rule.
 
 The cache is reused when the manifest's format version, options and input
-checksums still match what the code pins; otherwise the data set is prepared again.
+checksums still match what the code pins, and ``views.npz`` is the file the manifest
+describes: same size and modification time (cheap), or, when the time differs or on
+request (``verify=True``), the same sha256. Otherwise the data set is prepared
+again; a corrupted ``views.npz`` (a digest mismatch, or a file that fails to read:
+zip CRC errors catch flipped bits) is prepared again with a warning. An up-to-date
+folder is read without taking the lock or writing anything, so prepared data on
+read-only storage (or in another user's folder) load.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import logging
 import os
 import time
 import zipfile
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +39,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ._download import file_lock, sha256_file
+from ._download import _write_error, file_lock, sha256_file
 
 logger = logging.getLogger(__name__)
 
@@ -199,16 +206,26 @@ def split_options(spec: DatasetSpec, options: Mapping[str, Any]):
 
 
 def _write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
-    """Write an ``.npz`` whose bytes depend only on the arrays (fixed timestamps)."""
+    """Write an ``.npz`` whose bytes depend only on the arrays (fixed timestamps).
+
+    A failed write (a full disk) leaves no partial file and raises ``WriteError``.
+    """
     part = path.with_name(path.name + ".part")
-    with zipfile.ZipFile(part, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for key, arr in arrays.items():
-            info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = 0o644 << 16
-            with zf.open(info, "w", force_zip64=True) as f:
-                np.lib.format.write_array(f, np.asarray(arr), allow_pickle=False)
-    os.replace(part, path)
+    try:
+        with zipfile.ZipFile(part, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            for key, arr in arrays.items():
+                info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info.external_attr = 0o644 << 16
+                with zf.open(info, "w", force_zip64=True) as f:
+                    np.lib.format.write_array(f, np.asarray(arr), allow_pickle=False)
+        os.replace(part, path)
+    except OSError as exc:
+        part.unlink(missing_ok=True)
+        raise _write_error(path, exc) from exc
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
 
 
 def _small_uint(values: np.ndarray, bound: int) -> np.ndarray:
@@ -300,10 +317,17 @@ def read_manifest(path: str | os.PathLike) -> dict | None:
         return None
 
 
-def _cache_is_valid(spec: DatasetSpec, pdir: Path, options: dict, pinned) -> bool:
+class _Corrupted(str):
+    """A reason to prepare again that means the prepared files were damaged."""
+
+
+def _stale_reason(
+    spec: DatasetSpec, pdir: Path, options: dict, pinned, verify: bool = False
+) -> str | None:
+    """Why the prepared files cannot be used (``None``: they are up to date)."""
     m = read_manifest(pdir / MANIFEST)
     if m is None:
-        return False
+        return "no readable manifest"
     why = None
     if m.get("format_version") != FORMAT_VERSION:
         why = "format version changed"
@@ -334,12 +358,41 @@ def _cache_is_valid(spec: DatasetSpec, pdir: Path, options: dict, pinned) -> boo
                         why = f"input {p} changed (sha256 differs from the manifest)"
                         break
         if why is None:
-            f = pdir / VIEWS_FILE
-            rec = m.get("files", {}).get(VIEWS_FILE, {})
-            if not f.is_file() or f.stat().st_size != rec.get("size"):
-                why = f"{f} is missing or has the wrong size"
-    if why:
+            why = _views_file_problem(pdir / VIEWS_FILE, m, verify)
+    return why
+
+
+def _views_file_problem(f: Path, manifest: dict, verify: bool) -> str | None:
+    """Whether ``f`` is the file the manifest describes: size and mtime, then the
+    sha256 when the mtime differs (or was not recorded) or ``verify`` asks."""
+    rec = manifest.get("files", {}).get(VIEWS_FILE, {})
+    try:
+        st = f.stat()
+    except OSError:
+        return f"{f} is missing"
+    if st.st_size != rec.get("size"):
+        return f"{f} has the wrong size"
+    if (verify or st.st_mtime_ns != rec.get("mtime_ns")) and "sha256" in rec:
+        if sha256_file(f) != rec["sha256"]:
+            return _Corrupted(
+                f"{f} is corrupted (its sha256 differs from the manifest's)"
+            )
+    return None
+
+
+def _log_stale(spec: DatasetSpec, why: str) -> None:
+    if isinstance(why, _Corrupted):
+        logger.warning("%s: %s; preparing it again", spec.name, why)
+    else:
         logger.info("%s: preparing again: %s", spec.name, why)
+
+
+def _cache_is_valid(
+    spec: DatasetSpec, pdir: Path, options: dict, pinned, verify: bool = False
+) -> bool:
+    why = _stale_reason(spec, pdir, options, pinned, verify)
+    if why:
+        _log_stale(spec, why)
         return False
     return True
 
@@ -354,6 +407,7 @@ def prepare_spec(
     *,
     force: bool = False,
     options: Mapping[str, Any] | None = None,
+    verify: bool = False,
 ) -> Path:
     """Fetch, verify and prepare one data set; return the manifest path.
 
@@ -363,14 +417,23 @@ def prepare_spec(
     root = Path(root)
     raw_dir = root / "raw" / spec.raw_subdir
     pdir = root / "prepared" / spec.name
+    # pinned checksums are known without touching the raw files: check first, and
+    # without the lock: reading up-to-date files opens nothing for writing
+    # (read-only storage, another user's folder)
+    pinned = spec.pinned() if spec.pinned is not None else None
+    if (
+        not force
+        and pinned is not None
+        and _stale_reason(spec, pdir, prep_opts, pinned, verify) is None
+    ):
+        logger.info("%s: prepared files are up to date in %s", spec.name, pdir)
+        return pdir / MANIFEST
     with file_lock(pdir):
         t0 = time.perf_counter()
-        # pinned checksums are known without touching the raw files: check first
-        pinned = spec.pinned() if spec.pinned is not None else None
         if (
             not force
             and pinned is not None
-            and _cache_is_valid(spec, pdir, prep_opts, pinned)
+            and _cache_is_valid(spec, pdir, prep_opts, pinned, verify)
         ):
             logger.info("%s: prepared files are up to date in %s", spec.name, pdir)
             return pdir / MANIFEST
@@ -379,7 +442,7 @@ def prepare_spec(
         if (
             not force
             and spec.pinned is None
-            and _cache_is_valid(spec, pdir, prep_opts, pinned)
+            and _cache_is_valid(spec, pdir, prep_opts, pinned, verify)
         ):
             logger.info("%s: prepared files are up to date in %s", spec.name, pdir)
             return pdir / MANIFEST
@@ -399,7 +462,10 @@ def prepare_spec(
         for k, v in prep.extra.items():
             arrays[f"extra_{k}"] = v
         npz = pdir / VIEWS_FILE
-        (pdir / MANIFEST).unlink(missing_ok=True)  # invalid until rewritten below
+        try:  # invalid until rewritten below
+            (pdir / MANIFEST).unlink(missing_ok=True)
+        except OSError as exc:
+            raise _write_error(pdir / MANIFEST, exc) from exc
         _write_npz(npz, arrays)
 
         manifest = {
@@ -422,14 +488,22 @@ def prepare_spec(
             "extra": sorted(prep.extra),
             "info": _jsonable(prep.info),
             "files": {
-                VIEWS_FILE: {"sha256": sha256_file(npz), "size": npz.stat().st_size}
+                VIEWS_FILE: {
+                    "sha256": sha256_file(npz),
+                    "size": npz.stat().st_size,
+                    "mtime_ns": npz.stat().st_mtime_ns,
+                }
             },
         }
         part = pdir / (MANIFEST + ".part")
-        with open(part, "w", encoding="utf-8") as f:
-            json.dump(manifest, f, indent=1, sort_keys=False)
-            f.write("\n")
-        os.replace(part, pdir / MANIFEST)
+        try:
+            with open(part, "w", encoding="utf-8") as f:
+                json.dump(manifest, f, indent=1, sort_keys=False)
+                f.write("\n")
+            os.replace(part, pdir / MANIFEST)
+        except OSError as exc:
+            part.unlink(missing_ok=True)
+            raise _write_error(pdir / MANIFEST, exc) from exc
         logger.info(
             "%s: prepared %d samples, view dims %s in %.1f s -> %s",
             spec.name,
@@ -488,6 +562,10 @@ def read_prepared(spec: DatasetSpec, manifest_path: Path) -> Dataset:
     return Dataset(name=spec.name, views=views, y=y, info=info)
 
 
+# What reading a damaged views.npz raises (flipped bits fail the zip's CRC check).
+_READ_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, KeyError)
+
+
 def load_spec(
     spec: DatasetSpec,
     root: str | os.PathLike = "data",
@@ -495,12 +573,32 @@ def load_spec(
     *,
     force: bool = False,
     options: Mapping[str, Any] | None = None,
+    verify: bool = False,
 ) -> Dataset:
-    """Prepare (if needed) and load one data set (see ``datasets.load``)."""
+    """Prepare (if needed) and load one data set (see ``datasets.load``).
+
+    Prepared files that fail to read (corrupted on disk) are prepared again once,
+    with a warning.
+    """
     options = dict(options or {})
     _, load_opts = split_options(spec, options)
-    manifest = prepare_spec(spec, root, mirror, force=force, options=options)
-    ds = read_prepared(spec, manifest)
+    manifest = prepare_spec(
+        spec, root, mirror, force=force, options=options, verify=verify
+    )
+    try:
+        ds = read_prepared(spec, manifest)
+    except (*_READ_ERRORS, ValueError) as exc:
+        if isinstance(exc, UnsafeFileError | PermissionError):
+            raise  # a pickle is refused, not replaced; a permission is not damage
+        logger.warning(
+            "%s: the prepared file %s is corrupted (%s: %s); preparing it again",
+            spec.name,
+            Path(manifest).parent / VIEWS_FILE,
+            type(exc).__name__,
+            exc,
+        )
+        manifest = prepare_spec(spec, root, mirror, force=True, options=options)
+        ds = read_prepared(spec, manifest)
     if spec.finish is not None:
         ds = spec.finish(ds, **load_opts)
     return ds

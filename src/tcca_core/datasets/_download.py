@@ -19,6 +19,12 @@ below hold in one place:
 - **Safe extraction.** Archive members with absolute paths, ``..`` components or
   symbolic links are refused (:class:`UnsafeArchiveError`) before anything is
   written.
+- **Bounded.** A decompressed, extracted or downloaded file whose expected size is
+  known (:class:`RawFile` ``size``) stops at that size plus a small margin: a
+  decompression bomb in a mirror cannot fill the disk before its checksum fails.
+- **Clean on a full disk.** A failed write (no space left, a read-only or
+  unwritable folder) raises :class:`WriteError`: one line naming the file, the disk
+  (its mount point and free space) and the cause; the partial file is removed.
 - **Confined.** Nothing is written outside the destination folders handed in by
   the caller (``<root>/raw/<dataset>/``).
 
@@ -28,6 +34,7 @@ Only the standard library is used (``urllib``, ``zipfile``, ``gzip``).
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import hashlib
 import http.client
@@ -39,6 +46,7 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -52,6 +60,7 @@ __all__ = [
     "DownloadError",
     "RawFile",
     "UnsafeArchiveError",
+    "WriteError",
     "check_archive_members",
     "copy_verified",
     "download",
@@ -85,6 +94,94 @@ class UnsafeArchiveError(RuntimeError):
     """An archive holds a member that would be written outside its target folder."""
 
 
+class WriteError(RuntimeError):
+    """Writing a file failed (a full disk, a read-only or unwritable folder); the
+    partial file has been removed."""
+
+
+def _mount_point(path: Path) -> Path:
+    path = Path(os.path.abspath(path))
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    while not os.path.ismount(path) and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _write_error(dest: str | os.PathLike, exc: OSError) -> WriteError:
+    """A one-line WriteError naming ``dest``, its disk and the cause."""
+    dest = Path(dest)
+    mount = _mount_point(dest.parent)
+    try:
+        free = f", {shutil.disk_usage(mount).free / 2**20:.1f} MiB free"
+    except OSError:
+        free = ""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        why = "the disk is full" if exc.errno == errno.ENOSPC else "disk quota exceeded"
+        hint = "free space there or choose another data folder (data_root)"
+    elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        why = f"the folder is not writable ({exc.strerror or exc})"
+        hint = "choose a writable data folder (data_root)"
+    else:
+        why = exc.strerror or str(exc)
+        hint = "check the disk"
+    return WriteError(
+        f"writing {dest} failed: {why} (disk mounted at {mount}{free}); no partial "
+        f"file was left; {hint}"
+    )
+
+
+def _limit(size: int | None) -> int | None:
+    """Most bytes a file of expected ``size`` may have: the size plus a margin."""
+    return None if size is None else size + max(size // 100, 1 << 16)
+
+
+class _Sink:
+    """A ``.part`` file whose write errors become :class:`WriteError` (naming
+    ``dest``) and which is removed on any error; at most ``limit`` bytes."""
+
+    def __init__(
+        self, part: Path, dest: Path, *, limit=None, label="", append=False, keep=False
+    ):
+        self.part, self.dest, self.limit, self.label = part, dest, limit, label
+        self.keep = keep  # keep the part on a read error (a download to resume)
+        self.written = part.stat().st_size if append and part.exists() else 0
+        try:
+            self.fh = open(part, "ab" if append else "wb")
+        except OSError as exc:
+            raise _write_error(dest, exc) from exc
+
+    def write(self, block: bytes) -> None:
+        self.written += len(block)
+        if self.limit is not None and self.written > self.limit:
+            raise DownloadError(
+                f"{self.label or self.dest} is larger than expected: more than "
+                f"{self.limit} bytes (the expected size plus a margin); stopped "
+                "there (a damaged file, a decompression bomb or another version), "
+                "nothing was kept"
+            )
+        try:
+            self.fh.write(block)
+        except OSError as exc:
+            raise _write_error(self.dest, exc) from exc
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            self.fh.close()
+        except OSError as close_exc:
+            if exc is None:
+                self.part.unlink(missing_ok=True)
+                raise _write_error(self.dest, close_exc) from close_exc
+        if exc is not None and (
+            not self.keep or isinstance(exc, (WriteError, DownloadError))
+        ):
+            self.part.unlink(missing_ok=True)
+        return False
+
+
 @dataclass(frozen=True)
 class RawFile:
     """One raw input file of a data set.
@@ -97,7 +194,9 @@ class RawFile:
         Pinned sha256 of the uncompressed content; ``None`` when no trustworthy
         reference exists (the checksum is then computed and recorded instead).
     size : int or None
-        Expected size in bytes, used for progress messages only.
+        Expected size in bytes of the uncompressed content: progress messages, and
+        the most a decompressed, extracted or downloaded copy may write (plus a
+        margin, see :func:`_limit`) before it is stopped.
     """
 
     name: str
@@ -122,7 +221,7 @@ class Archive:
         exact path is looked up by its base name (archives are sometimes re-packed
         with an extra top-level folder).
     size : int or None
-        Expected size in bytes (progress messages only).
+        Expected size in bytes (progress messages, and the download's bound).
     """
 
     name: str
@@ -205,16 +304,28 @@ def file_lock(folder: str | os.PathLike) -> Iterator[None]:
     """Hold an exclusive lock on ``folder/.lock`` (POSIX ``flock``; no-op elsewhere).
 
     Two jobs that share a raw folder (SecStr and SecStr-extra read the same wheel)
-    would otherwise write the same ``.part`` file at the same time.
+    would otherwise write the same ``.part`` file at the same time. In a folder
+    that this process cannot write (read-only storage, another user's folder) no
+    lock is taken: nothing can be written there by this process either, and a
+    write it attempts fails with :class:`WriteError`.
     """
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fh = open(folder / ".lock", "a+b")
+    except OSError as exc:
+        if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+            raise
+        logger.debug("no lock in %s (%s): reading only", folder, exc)
+        yield
+        return
     try:
         import fcntl
     except ImportError:  # Windows: no flock; concurrent jobs are the user's problem
+        fh.close()
         yield
         return
-    with open(folder / ".lock", "a+b") as fh:
+    with fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
@@ -272,6 +383,7 @@ def download(
     timeout: float = 60.0,
     backoff: float = 1.0,
     binary: bool = True,
+    size: int | None = None,
     urlopen: Callable = urllib.request.urlopen,
 ) -> Path:
     """Download ``url`` to ``dest`` atomically, resuming and retrying as needed.
@@ -295,6 +407,8 @@ def download(
         Seconds to wait before the second attempt, doubled for each further one.
     binary : bool, default=True
         Reject a body that looks like an HTML page (see :func:`looks_like_html`).
+    size : int, optional
+        Expected size: a longer body is stopped at the size plus a margin.
     urlopen : callable
         Injection point for tests; defaults to :func:`urllib.request.urlopen`.
 
@@ -307,9 +421,12 @@ def download(
     ------
     DownloadError
         All attempts failed (the ``.part`` file is kept for resuming), the server
-        answered with a permanent HTTP error, or the body is an HTML page.
+        answered with a permanent HTTP error, the body is an HTML page or longer
+        than ``size``.
     ChecksumError
         The completed download does not match ``sha256``.
+    WriteError
+        The file cannot be written (a full disk): nothing of it is kept.
     """
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -319,7 +436,9 @@ def download(
     last_error: BaseException | None = None
     for attempt in range(1, retries + 1):
         try:
-            _download_once(url, part, timeout=timeout, urlopen=urlopen)
+            _download_once(
+                url, part, dest, timeout=timeout, urlopen=urlopen, limit=_limit(size)
+            )
             last_error = None
             break
         except urllib.error.HTTPError as exc:
@@ -364,7 +483,15 @@ def download(
     return dest
 
 
-def _download_once(url: str, part: Path, *, timeout: float, urlopen: Callable) -> None:
+def _download_once(
+    url: str,
+    part: Path,
+    dest: Path,
+    *,
+    timeout: float,
+    urlopen: Callable,
+    limit: int | None = None,
+) -> None:
     offset = part.stat().st_size if part.exists() else 0
     headers = {"User-Agent": _USER_AGENT}
     if offset:
@@ -387,7 +514,9 @@ def _download_once(url: str, part: Path, *, timeout: float, urlopen: Callable) -
                 "" if total is None else f" ({total / 2**20:.1f} MiB)",
             )
         progress = _Progress(part.name[: -len(".part")], total, offset)
-        with open(part, "ab" if offset else "wb") as out:
+        with _Sink(
+            part, dest, limit=limit, label=url, append=bool(offset), keep=True
+        ) as out:
             while True:
                 block = resp.read(_CHUNK)
                 if not block:
@@ -405,23 +534,43 @@ def _download_once(url: str, part: Path, *, timeout: float, urlopen: Callable) -
 # --------------------------------------------------------------------------- copying
 
 
+def _read_blocks(fin, src) -> Iterator[bytes]:
+    """Blocks of ``fin``; a failed read is a DownloadError naming ``src``."""
+    while True:
+        try:
+            block = fin.read(_CHUNK)
+        except (OSError, EOFError, zlib.error, zipfile.BadZipFile) as exc:
+            raise DownloadError(f"cannot read {src}: {exc}") from exc
+        if not block:
+            return
+        yield block
+
+
 def copy_verified(
-    src: str | os.PathLike, dest: str | os.PathLike, sha256: str | None
+    src: str | os.PathLike,
+    dest: str | os.PathLike,
+    sha256: str | None,
+    size: int | None = None,
 ) -> Path:
     """Copy ``src`` to ``dest`` atomically, decompressing ``*.gz``, then verify.
 
-    The checksum is of the uncompressed content, as in the official archives.
+    The checksum is of the uncompressed content, as in the official archives. With
+    ``size`` (the expected uncompressed size) the copy stops at that size plus a
+    margin. A failed write raises :class:`WriteError`, a failed read
+    :class:`DownloadError`; neither leaves a partial file.
     """
     src, dest = Path(src), Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = _part_path(dest)
     opener = gzip.open if src.suffix == ".gz" else open
     try:
-        with opener(src, "rb") as fin, open(part, "wb") as fout:
-            shutil.copyfileobj(fin, fout, _CHUNK)
-    except (OSError, EOFError) as exc:
-        part.unlink(missing_ok=True)
+        fin = opener(src, "rb")
+    except OSError as exc:
         raise DownloadError(f"cannot read {src}: {exc}") from exc
+    label = f"{dest} (copied from {src})"
+    with fin, _Sink(part, dest, limit=_limit(size), label=label) as out:
+        for block in _read_blocks(fin, src):
+            out.write(block)
     verify_sha256(part, sha256, label=f"{dest} (copied from {src})")
     os.replace(part, dest)
     logger.info("copied %s -> %s", src, dest)
@@ -483,6 +632,7 @@ def extract_members(
     archive: str | os.PathLike,
     members: Mapping[str, str | os.PathLike],
     sha256: Mapping[str, str | None] | None = None,
+    sizes: Mapping[str, int | None] | None = None,
 ) -> dict[str, Path]:
     """Extract selected members of a zip archive atomically and verify them.
 
@@ -494,6 +644,9 @@ def extract_members(
         Member path -> destination path.
     sha256 : mapping, optional
         Member path -> pinned checksum.
+    sizes : mapping, optional
+        Member path -> expected size: a member declaring more (plus a margin) is
+        refused before anything is written.
 
     Returns
     -------
@@ -503,6 +656,7 @@ def extract_members(
     """
     archive = Path(archive)
     sha256 = sha256 or {}
+    sizes = sizes or {}
     out: dict[str, Path] = {}
     with _open_zip(archive) as zf:
         check_archive_members(zf, archive)
@@ -511,10 +665,21 @@ def extract_members(
             if info is None:
                 continue
             dest = Path(dest)
+            limit = _limit(sizes.get(member))
+            label = f"{dest} (member of {archive})"
+            if limit is not None and info.file_size > limit:
+                raise DownloadError(
+                    f"{label} is larger than expected: the archive declares "
+                    f"{info.file_size} bytes, the expected size is at most {limit} "
+                    "bytes (a damaged archive, a decompression bomb or another "
+                    "version); nothing was extracted"
+                )
             dest.parent.mkdir(parents=True, exist_ok=True)
             part = _part_path(dest)
-            with zf.open(info) as fin, open(part, "wb") as fout:
-                shutil.copyfileobj(fin, fout, _CHUNK)
+            src = f"{archive}:{info.filename}"
+            with zf.open(info) as fin, _Sink(part, dest, limit=limit, label=label) as o:
+                for block in _read_blocks(fin, src):
+                    o.write(block)
             verify_sha256(
                 part, sha256.get(member), label=f"{dest} (member of {archive})"
             )
@@ -531,7 +696,17 @@ def safe_extract_all(archive: str | os.PathLike, dest_dir: str | os.PathLike) ->
         tmp = dest_dir / f".extract-{archive.name}.part"
         if tmp.exists():
             shutil.rmtree(tmp)
-        zf.extractall(tmp)
+        try:
+            zf.extractall(tmp)
+        except OSError as exc:  # BadZipFile and CRC errors are not OSErrors
+            shutil.rmtree(tmp, ignore_errors=True)
+            if isinstance(exc, FileNotFoundError | IsADirectoryError):
+                raise
+            dest = exc.filename if isinstance(exc.filename, str) else tmp
+            raise _write_error(dest, exc) from exc
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     # move the top-level entries into place only once all of them are written
     for entry in sorted(tmp.iterdir()):
         target = dest_dir / entry.name
@@ -607,6 +782,7 @@ def fetch_raw_files(
             path,
             {m: raw_dir / n for m, n in wanted.items()},
             {m: by_name[n].sha256 for m, n in wanted.items()},
+            {m: by_name[n].size for m, n in wanted.items()},
         )
         for m, p in got.items():
             found[wanted[m]] = p
@@ -621,7 +797,9 @@ def fetch_raw_files(
             for f in missing():
                 for cand in (mdir / f.name, mdir / (f.name + ".gz")):
                     if cand.is_file():
-                        found[f.name] = copy_verified(cand, raw_dir / f.name, f.sha256)
+                        found[f.name] = copy_verified(
+                            cand, raw_dir / f.name, f.sha256, f.size
+                        )
                         break
             for arch in archives:
                 if missing() and (mdir / arch.name).is_file():
@@ -637,7 +815,9 @@ def fetch_raw_files(
                 cand = Path(pdir) / f.name
                 if cand.is_file():
                     try:
-                        found[f.name] = copy_verified(cand, raw_dir / f.name, f.sha256)
+                        found[f.name] = copy_verified(
+                            cand, raw_dir / f.name, f.sha256, f.size
+                        )
                     except ChecksumError as exc:  # another version is installed
                         errors.append(str(exc))
         if mdir is not None:
@@ -657,6 +837,7 @@ def fetch_raw_files(
                             raw_dir / arch.name,
                             sha256=arch.sha256,
                             retries=retries,
+                            size=arch.size,
                             urlopen=urlopen,
                         )
                     except DownloadError as exc:
@@ -678,6 +859,7 @@ def fetch_raw_files(
                             raw_dir / f.name,
                             sha256=f.sha256,
                             retries=retries,
+                            size=f.size,
                             urlopen=urlopen,
                         )
                         break
