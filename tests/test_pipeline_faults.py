@@ -111,6 +111,21 @@ def _schema_faults(cfg):
     _setting(cfg)["methods"].update(tcca2={})
 
 
+def _issue16_schema(cfg):
+    """Values the schema lets through before issue #16, reported together."""
+    cfg.update(data_root="", mirror=" ", n_splits=1_000_000, val_fraction=0.999)
+    _setting(cfg)["views"] = ["bow"]
+
+
+def _issue16_values(cfg):
+    """Values that failed later with a bare exception (IndexError, KeyError) or were
+    accepted silently, before issue #16: every one reported, one line each."""
+    _setting(cfg).update(views=[0, 17], pool="validation")
+    _setting(cfg, "kernel2")["subset"] = 10**9
+    cfg["tables"]["nuswide_linear"]["paper"] = "nuswide_linaer"
+    cfg["tables"]["nuswide_kernel"]["columns"][0]["paper"] = "5"
+
+
 K = "datasets.nuswide.settings.linear2"
 # (id, change to the fixture's config, texts the message must hold, default run?)
 # The schema's faults are reported together; the later checks stop at the first.
@@ -135,6 +150,20 @@ BAD_CONFIGS = [
     ("unknown-load-option", lambda c: c["datasets"]["nuswide"].update(load={"split_sed": 1}), ("invalid config: datasets.nuswide.load.split_sed: unknown option",), False),
     ("n_labeled-and-per_class", _both_label_counts, (f"invalid config: {K}: give exactly one of n_labeled, per_class",), False),
     ("pending-unknown-dataset", lambda c: c.update(pending={"nuswid": "later"}), ("invalid config: pending.nuswid: not a data set of this configuration",), False),
+    ("issue16-schema", _issue16_schema, (
+        "invalid config: data_root: must not be empty (got '')",
+        "invalid config: mirror: must be a folder name, got ' '",
+        "invalid config: n_splits: must be at most 100, got 1000000",
+        "invalid config: val_fraction: must be at most 0.95, got 0.999",
+        f"invalid config: {K}.views: needs at least 2 views, got 1 (['bow'])",
+    ), True),
+    ("issue16-values", _issue16_values, (
+        f"invalid config: {K}.views: position 17 is out of range: the data set has 3 views (positions 0 to 2)",
+        f"invalid config: {K}.pool: data set 'nuswide' has no part 'validation' (it has 'train', 'test')",
+        "invalid config: datasets.nuswide.settings.kernel2.subset: 1000000000 is above the 269648 rows of nuswide",
+        "invalid config: tables.nuswide_linear.paper: unknown paper table 'nuswide_linaer'; known: ads, nuswide_kernel, nuswide_linear, secstr",
+        "invalid config: tables.nuswide_kernel.columns[0].paper: paper table 'nuswide_kernel' has no column '5'; it has '4', '6', '8'",
+    ), True),
 ]  # fmt: skip
 
 
@@ -224,6 +253,25 @@ def test_fixture_config_passes_the_checks(tmp_path):
     res = run_snakemake(work, "-n", "--nolock", timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     assert job_counts(res.stdout + res.stderr)["fit"] == 3
+
+
+@needs_snakemake
+def test_snakefile_from_another_folder_overlays_its_base_config(tmp_path):
+    """`snakemake -s <repo>/Snakefile --configfile mine.yaml` from a folder without
+    config/config.yaml overlays the repository's configuration (it used to run
+    without it and print a page of misleading errors)."""
+    overlay = tmp_path / "mine.yaml"
+    pending = {d: "later" for d in ("secstr", "ads", "mfeat", "nuswide")}
+    overlay.write_text(yaml.safe_dump({"pending": pending}))
+    res = snakemake(
+        "-s", str(SNAKEFILE), "--configfile", str(overlay), "-n", "--nolock",
+        cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-3000:]
+    assert "invalid config" not in out
+    assert job_counts(out) == {"all": 1, "total": 1}, out[-3000:]
+    assert not {p.name for p in tmp_path.iterdir()} - {"mine.yaml", ".snakemake"}
 
 
 # ------------------------------------------------------------ facts behind the checks
@@ -449,3 +497,105 @@ def test_killed_run_resumes(tmp_path, reference, how):
     assert job_counts(res.stdout + res.stderr).get("fit", 0) == n_fits - len(done)
     assert not list((work / "results").rglob("*.part"))
     assert_same_results(result_files(work), reference)
+
+
+# ------------------------------------------- value checks without the data (issue #16)
+
+
+def _mfeat_config(**setting):
+    base = {"learner": "rls", "per_class": 2, "methods": {"tcca": {}}}
+    return {
+        "datasets": {"mfeat": {"settings": {"s": {**base, **setting}}}},
+        "tables": {"t": {"dataset": "mfeat", "title": "T", "paper": None,
+                         "columns": [{"setting": "s", "label": "s"}]}},
+    }  # fmt: skip
+
+
+def _problems(wf_common, cfg):
+    settings = {
+        d: {s: {**c, "methods": c["methods"]} for s, c in dcfg["settings"].items()}
+        for d, dcfg in cfg["datasets"].items()
+    }
+    return wf_common.value_problems(cfg, settings)
+
+
+@pytest.mark.parametrize(
+    ("setting", "expected"),
+    [
+        ({"views": ["fac", "fou"]}, None),
+        ({"views": [4, 5]}, None),
+        ({"views": [0, 17]}, "position 17 is out of range"),
+        ({"views": [-1, 0]}, "position -1 is out of range"),
+        ({"views": ["fac", "face"]}, "unknown view 'face'"),
+        ({"views": ["fac", 1]}, "view 'fac' is given twice"),
+        ({"pool": "train"}, "data set 'mfeat' has no part 'train' (it has none)"),
+        ({"subset": 2001}, "2001 is above the 2000 rows of mfeat"),
+        ({"subset": 2000}, None),
+        ({"subset": 500, "methods": {"dse": {"subset": 600}}}, "600 is above the 500"),
+    ],
+)
+def test_value_problems(wf_common, setting, expected):
+    problems = _problems(wf_common, _mfeat_config(**setting))
+    if expected is None:
+        assert problems == []
+    else:
+        (problem,) = problems
+        assert problem[0].startswith("datasets.mfeat.settings.s."), problem
+        assert expected in problem[1], problem
+
+
+def test_value_problems_paper_tables(wf_common):
+    cfg = _mfeat_config()
+    cfg["tables"]["t"]["columns"][0]["paper"] = "4"
+    assert _problems(wf_common, cfg) == [(
+        "tables.t.columns[0].paper",
+        "the table has no paper table (`paper: null`) to take a column from",
+    )]  # fmt: skip
+    cfg["tables"]["t"]["paper"] = "nuswide_linear"
+    assert _problems(wf_common, cfg) == []
+
+
+def test_paper_columns_match_reporting(wf_common):
+    from tcca_core.reporting import PAPER_TABLES
+
+    assert wf_common.PAPER_COLUMNS == {k: tuple(v) for k, v in PAPER_TABLES.items()}
+
+
+def test_dataset_splits_match_the_loaders(wf_common):
+    import numpy as np
+
+    from tcca_core.datasets import DATASETS, Dataset
+
+    for name, spec in DATASETS.items():
+        ds = Dataset(name, [np.zeros((20, 2))], np.zeros(20, int), {})
+        if spec.finish is not None:
+            ds = spec.finish(ds)
+        assert tuple(ds.splits) == wf_common.DATASET_SPLITS.get(name, ()), name
+
+
+def test_job_time_checks(wf_common, monkeypatch):
+    """What the configuration check cannot know without the data: the jobs say it."""
+    import numpy as np
+
+    from tcca_core import datasets
+    from tcca_core.protocol import make_splits
+
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="subset = 11 is above the 10 rows"):
+        wf_common.random_subset(10, 11, rng)
+    assert len(wf_common.random_subset(10, 10, rng)) == 10
+    y = np.repeat(np.arange(2), 50)
+    tiny = make_splits(y, n_labeled=10, n_splits=1, seed=0, val_fraction=0.9)
+    with pytest.raises(ValueError, match="split 0 has 81 validation and 9 test rows"):
+        wf_common.check_eval_rows(tiny, "datasets.x.settings.y")
+    wf_common.check_eval_rows(make_splits(y, n_labeled=10, n_splits=1, seed=0), "x")
+    fake = datasets.Dataset(
+        "mfeat", [np.zeros((4, 2))] * 3, None, {"view_names": ["a", "b", "c"]}
+    )
+    monkeypatch.setattr(datasets, "load", lambda *a, **k: fake)
+    cfg = {"data_root": "data", "mirror": None}
+    with pytest.raises(
+        ValueError,
+        match=r"has 3 views .* \(positions 0 to 2\); config asks for \[0, 17\]",
+    ):
+        wf_common.load_views("mfeat", cfg, views=[0, 17])

@@ -8,7 +8,10 @@
 #   2. Snakemake's own validation, which also fills in the schema's defaults;
 #   3. cross-references and bounds (_resolve_settings): data sets, method sets and
 #      settings named elsewhere, data-set options, method options, and r grids above
-#      the largest r the setting's methods can return.
+#      the largest r the setting's methods can return;
+#   4. values that only the data sets' facts exclude (wf_common.value_problems):
+#      views out of range, a pool the data set lacks, a subset above its rows, an
+#      unknown paper table or column (every problem reported, one line each).
 
 import difflib
 import functools
@@ -101,8 +104,28 @@ def _describe(error):
     if kind == "required":
         missing = [r for r in error.validator_value if r not in error.instance]
         return _key(path, missing[0]), "required key is missing"
-    if kind in ("minItems", "minProperties"):
-        return _key(path), f"must not be empty (got {_short(error.instance)})"
+    if kind in ("minItems", "minProperties", "minLength"):
+        if len(error.instance) == 0 or error.validator_value == 1:
+            return _key(path), f"must not be empty (got {_short(error.instance)})"
+        what = "views" if path and path[-1] == "views" else "items"
+        return _key(path), (
+            f"needs at least {error.validator_value} {what}, got "
+            f"{len(error.instance)} ({_short(error.instance)})"
+        )
+    if kind == "pattern" and path and path[-1] in ("data_root", "mirror", "fit_cache"):
+        if error.instance == "":  # minLength says the same
+            return _key(path), "must not be empty (got '')"
+        return _key(path), f"must be a folder name, got {_short(error.instance)}"
+    if kind in ("maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum"):
+        bound = {
+            "maximum": "at most",
+            "minimum": "at least",
+            "exclusiveMaximum": "below",
+            "exclusiveMinimum": "above",
+        }[kind]
+        return _key(path), (
+            f"must be {bound} {error.validator_value}, got {_short(error.instance)}"
+        )
     if kind == "type":
         return _key(path), (
             f"expected {error.validator_value}, got {_short(error.instance)} "
@@ -259,6 +282,12 @@ def _resolve_settings(cfg):
 
 
 SETTINGS = _resolve_settings(config)
+_value_problems = wf_common.value_problems(config, SETTINGS)
+if _value_problems:
+    raise ConfigError(
+        "\n".join(f"invalid config: {key}: {msg}" for key, msg in _value_problems)
+        + "\n(see config/README.md)"
+    )
 DATASETS = list(config["datasets"])
 TABLES = list(config["tables"])
 METHODS = sorted(

@@ -47,11 +47,15 @@ def load_views(name: str, config: dict, views=None, **options):
     )
     if views:
         names = list(data.info.get("view_names") or [])
+        m = len(data.views)
         try:
             idx = [v if isinstance(v, int) else names.index(v) for v in views]
+            if any(not 0 <= i < m for i in idx):
+                raise ValueError
         except ValueError:
             raise ValueError(
-                f"data set {name!r} has views {names}; config asks for {list(views)}"
+                f"data set {name!r} has {m} views {names} (positions 0 to {m - 1}); "
+                f"config asks for {list(views)}"
             ) from None
         data.views = [data.views[i] for i in idx]
         data.info = {
@@ -69,8 +73,12 @@ def derived_rng(seed: int, *names) -> np.random.Generator:
 
 
 def random_subset(n: int, size: int | None, rng: np.random.Generator) -> np.ndarray:
-    """Sorted indices of ``size`` rows drawn without replacement (all rows if None)."""
-    if size is None or size >= n:
+    """Sorted indices of ``size`` rows drawn without replacement (all rows if None).
+
+    A ``size`` above ``n`` is an error (a configuration mistake, not "all rows")."""
+    if size is not None and size > n:
+        raise ValueError(f"subset = {size} is above the {n} rows of the data set")
+    if size is None or size == n:
         return np.arange(n)
     return np.sort(rng.choice(n, size=int(size), replace=False))
 
@@ -175,6 +183,24 @@ R_BOUND = {
 }
 
 
+#: Named parts of each data set (``Dataset.splits``), which a setting's ``pool`` may
+#: name; tests/test_pipeline_faults.py checks them against the loaders.
+DATASET_SPLITS = {"nuswide": ("train", "test")}
+
+#: Tables and columns of the paper (keys of tcca_core.reporting.PAPER_TABLES, not
+#: imported: that module loads pandas); tests/test_pipeline_faults.py checks them.
+PAPER_COLUMNS = {
+    "secstr": ("84K", "1.3M"),
+    "ads": ("100",),
+    "nuswide_linear": ("4", "6", "8"),
+    "nuswide_kernel": ("4", "6", "8"),
+}
+
+#: Fewest validation and test rows a split may have (val_fraction near 0 or 1, or a
+#: tiny evaluation pool, would leave accuracies over a handful of rows).
+MIN_EVAL_ROWS = 10
+
+
 def dataset_shape(name: str) -> tuple[int, list[tuple[str, int]]] | None:
     """(most rows, [(view name, dimension), ...]) of a data set, without its files.
 
@@ -248,3 +274,124 @@ def r_bound(
             "and CCA's min(d_i, d_j) is lower"
         )
     return n, f"the methods are fitted on {why}"
+
+
+def _view_problem(views, named) -> str | None:
+    names = [v for v, _ in named]
+    m = len(named)
+    seen = set()
+    for v in views:
+        if isinstance(v, bool) or not isinstance(v, int | str):
+            return f"{v!r} is neither a view name nor a position"
+        if isinstance(v, int) and not 0 <= v < m:
+            return (
+                f"position {v} is out of range: the data set has {m} views "
+                f"(positions 0 to {m - 1})"
+            )
+        if isinstance(v, str) and v not in names:
+            return f"unknown view {v!r}; the data set has {', '.join(map(repr, names))}"
+        i = v if isinstance(v, int) else names.index(v)
+        if i in seen:
+            return f"view {names[i]!r} is given twice"
+        seen.add(i)
+    return None
+
+
+def value_problems(config: dict, settings: dict) -> list[tuple[str, str]]:
+    """(key, problem) for configuration values that pass the schema but cannot work:
+    views out of range or unknown, a ``pool`` the data set does not have, a subset
+    larger than the data set, an unknown paper table or column.
+
+    ``settings`` are common.smk's resolved settings (methods resolved). Only what is
+    known without the data files is checked here; the jobs check the rest (the exact
+    number of rows, e.g. NUS-WIDE's after its selection) with a clear message.
+    """
+    problems = []
+    for dataset, dcfg in config["datasets"].items():
+        shape = dataset_shape(dataset)
+        if shape is None:
+            continue
+        n_max, named = shape
+        if dcfg.get("views") is not None:
+            why = _view_problem(dcfg["views"], named)
+            if why:
+                problems.append((f"datasets.{dataset}.views", why))
+        for setting, s in settings.get(dataset, {}).items():
+            key = f"datasets.{dataset}.settings.{setting}"
+            own = config["datasets"][dataset]["settings"][setting]
+            if own.get("views") is not None:
+                why = _view_problem(own["views"], named)
+                if why:
+                    problems.append((f"{key}.views", why))
+            pool = s.get("pool")
+            if pool is not None and pool not in DATASET_SPLITS.get(dataset, ()):
+                parts = DATASET_SPLITS.get(dataset)
+                problems.append(
+                    (
+                        f"{key}.pool",
+                        f"data set {dataset!r} has no part {pool!r} "
+                        f"(it has {', '.join(map(repr, parts)) if parts else 'none'})",
+                    )
+                )
+            subset = s.get("subset")
+            if subset is not None and subset > n_max:
+                problems.append(
+                    (
+                        f"{key}.subset",
+                        f"{subset} is above the {n_max} rows of {dataset}",
+                    )
+                )
+            rows = n_max if subset is None else min(subset, n_max)
+            for method, params in s["methods"].items():
+                sub = (params or {}).get("subset")
+                if sub is not None and sub > rows:
+                    problems.append(
+                        (
+                            f"{key}.methods.{method}.subset",
+                            f"{sub} is above the {rows} rows of the setting",
+                        )
+                    )
+    for table, tcfg in config["tables"].items():
+        paper = tcfg.get("paper")
+        if paper is not None and paper not in PAPER_COLUMNS:
+            problems.append(
+                (
+                    f"tables.{table}.paper",
+                    f"unknown paper table {paper!r}; known: "
+                    + ", ".join(sorted(PAPER_COLUMNS)),
+                )
+            )
+            continue
+        for i, col in enumerate(tcfg["columns"]):
+            column = col.get("paper")
+            if column is None:
+                continue
+            if paper is None:
+                problems.append(
+                    (
+                        f"tables.{table}.columns[{i}].paper",
+                        "the table has no paper table (`paper: null`) to take a column "
+                        "from",
+                    )
+                )
+            elif column not in PAPER_COLUMNS[paper]:
+                problems.append(
+                    (
+                        f"tables.{table}.columns[{i}].paper",
+                        f"paper table {paper!r} has no column {column!r}; it has "
+                        + ", ".join(map(repr, PAPER_COLUMNS[paper])),
+                    )
+                )
+    return problems
+
+
+def check_eval_rows(splits, where: str) -> None:
+    """Every split needs MIN_EVAL_ROWS validation and test rows (else ValueError)."""
+    for k, s in enumerate(splits):
+        n_val, n_test = len(s.validation), len(s.test)
+        if min(n_val, n_test) < MIN_EVAL_ROWS:
+            raise ValueError(
+                f"{where}: split {k} has {n_val} validation and {n_test} test rows, "
+                f"fewer than {MIN_EVAL_ROWS}; accuracies over so few rows mean "
+                "nothing: change val_fraction (or the labeled count, subset or pool)"
+            )
