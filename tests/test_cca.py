@@ -242,3 +242,69 @@ def test_cca_function_returns_r_max(make_views):
     (Xp, Xq), _ = make_views(n=30, dims=(3, 4))
     out = cca([Xp, Xq], None)
     assert out["r_max"] == 3 and out["projections"][0].shape == (3, 3)
+
+
+# --------------------------------------------------------------- issue #16 faults
+
+
+@pytest.mark.parametrize(
+    "constant",
+    [
+        np.full((50, 2), 0.1),  # mean 0.1 not exact: centered ~1e-33, not 0
+        1e3 + 1e-13 * np.arange(100).reshape(50, 2) % 3,  # differs by rounding only
+    ],
+    ids=["exact", "rounding"],
+)
+def test_constant_view_is_named_whatever_its_mean(constant):
+    """A constant view is reported as such (it used to give correlations of 3e-33),
+    with a tolerance relative to the data, not to the rounding left by centering."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 3))
+    with pytest.raises(ValueError, match="view 1 is constant over the samples"):
+        CCA(None).fit([X, constant])
+    with pytest.raises(ValueError, match="view 0 is constant over the samples"):
+        CCA(None).fit([constant, X])
+
+
+def test_svd_falls_back_to_gesvd(monkeypatch):
+    """LAPACK's gesdd (numpy's SVD) fails to converge on some nearly rank-deficient
+    matrices (Ads, split 3, views 0 and 2, eps = 1e-3) where gesvd succeeds: cca()
+    and KCCA fall back to it and give the same solution."""
+    rng = np.random.default_rng(0)
+    z = rng.standard_normal((60, 2))
+    views = [
+        z @ rng.standard_normal((2, d)) + rng.standard_normal((60, d)) for d in (4, 5)
+    ]
+    want = cca(views, eps=1e-3)
+    kwant = KCCA(3, kernel="linear", eps=1.0).fit(views).transform(views)
+    calls = []
+
+    def fails(*args, **kwargs):
+        calls.append(args[0].shape)
+        raise np.linalg.LinAlgError("SVD did not converge")
+
+    monkeypatch.setattr(np.linalg, "svd", fails)
+    got = cca(views, eps=1e-3)
+    assert calls  # numpy's SVD was tried first
+    assert_allclose(got["correlations"], want["correlations"], rtol=1e-10)
+    for a, b in zip(got["projections"], want["projections"]):
+        assert_allclose(a, b, atol=1e-10)
+    kgot = KCCA(3, kernel="linear", eps=1.0).fit(views).transform(views)
+    assert_allclose(kgot, kwant, atol=1e-8)
+
+
+def test_singular_with_eps_names_the_scale_not_eps():
+    """eps = 0.01 next to a view of scale 1e9: the message says the scale is the
+    problem (it used to say "use eps > 0" with eps already 0.01)."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 3))
+    Y = 1e9 * rng.standard_normal((40, 3))
+    Y = np.hstack([Y, Y[:, :1]])  # a dependent column, at scale 1e9
+    with pytest.raises(ValueError) as err:
+        CCA(2, eps=0.01).fit([X, Y])
+    msg = str(err.value)
+    assert "view 1" in msg and "eps = 0.01 is negligible" in msg, msg
+    assert "standardize" in msg and "use eps > 0" not in msg, msg
+    with pytest.raises(ValueError, match=r"and eps = 0; use eps > 0"):
+        CCA(2, eps=0.0).fit([X, Y / 1e9])
+    CCA(2, eps=0.01).fit([X, Y / 1e9])  # standardized: fine

@@ -97,3 +97,24 @@ def test_rejects_bad_input(make_views, case, kw, match):
     }[case]
     with pytest.raises(ValueError, match=match):
         CCALS(**{"n_components": 2, **kw}).fit(data)
+
+
+def test_constant_view_is_named_whatever_its_mean(make_views):
+    """Issue #16: a constant view whose mean is not exactly representable (0.1)."""
+    V, _ = make_views(n=30, dims=(3, 4, 5))
+    for views in (
+        [V[0], np.full((30, 2), 0.1), V[2]],
+        [V[0], 1e3 + 1e-13 * (np.arange(60).reshape(30, 2) % 3), V[2]],
+    ):
+        with pytest.raises(ValueError, match="view 1 is constant over the samples"):
+            CCALS(None).fit(views)
+
+
+def test_singular_with_eps_names_the_scale(make_views):
+    V, _ = make_views(n=30, dims=(3, 4, 5))
+    big = 1e9 * np.hstack([V[1], V[1][:, :1]])
+    with pytest.raises(ValueError) as err:
+        CCALS(2, eps=0.01).fit([V[0], big, V[2]])
+    msg = str(err.value)
+    assert "view 1" in msg and "eps = 0.01 is negligible" in msg, msg
+    assert "use eps > 0" not in msg, msg

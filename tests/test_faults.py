@@ -259,3 +259,57 @@ def test_fit_script_writes_atomically():
     text = (SCRIPTS / "fit.py").read_text()
     assert "with atomic_output(snakemake.output.fit) as part:" in text
     assert "to_csv(snakemake.output" not in text
+
+
+# ---------------------------------------------- callable kernels (issue #16, low)
+
+
+def _kernel_bad_at_transform(bad):
+    """A linear kernel that misbehaves (``bad(K)``) between new and training rows."""
+
+    def kernel(A, B):
+        K = A @ B.T
+        return K if A is B or np.array_equal(A, B) else bad(K)
+
+    return kernel
+
+
+@pytest.mark.parametrize(
+    ("bad", "match"),
+    [
+        (lambda K: K[:, :-1], r"kernel function returned an array of shape \(7, 29\)"),
+        (lambda K: K.T, r"returned an array of shape \(30, 7\) for 7 and 30 samples"),
+        (lambda K: K[0], r"must have shape \(7, 30\)"),
+        (lambda K: K * np.nan, "contains NaN or infinity"),
+    ],
+    ids=["columns", "transposed", "1-D", "nan"],
+)
+@pytest.mark.parametrize("estimator", ["ktcca", "kcca"])
+def test_callable_kernel_output_is_checked_at_transform(bad, match, estimator):
+    """A callable kernel's output is checked at transform as at fit: a wrong shape
+    or NaN is named (it used to give NaN outputs or a bare matmul error)."""
+    from tcca_core.baselines import KCCA
+
+    rng = np.random.default_rng(0)
+    views = [rng.standard_normal((30, d)) for d in (3, 4, 3)]
+    new = [rng.standard_normal((7, d)) for d in (3, 4, 3)]
+    kernel = _kernel_bad_at_transform(bad)
+    if estimator == "ktcca":
+        est = KTCCA(2, kernel=[kernel, "linear", "linear"], random_state=0)
+    else:
+        est = KCCA(2, kernel=[kernel, "linear"])
+        views, new = views[:2], new[:2]
+    est.fit(views)
+    with pytest.raises(ValueError, match=match):
+        est.transform(new)
+    good = KTCCA if estimator == "ktcca" else KCCA
+    good = good(2, kernel="linear", **({"random_state": 0} if good is KTCCA else {}))
+    assert np.all(np.isfinite(good.fit(views).transform(new)))  # control
+
+
+def test_callable_kernel_output_is_checked_at_fit():
+    from tcca_core.kernels import ViewKernel
+
+    X = np.random.default_rng(0).standard_normal((10, 3))
+    with pytest.raises(ValueError, match=r"returned an array of shape \(10, 9\)"):
+        ViewKernel(lambda A, B: (A @ B.T)[:, 1:]).fit(X)

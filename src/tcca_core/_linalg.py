@@ -16,6 +16,7 @@ __all__ = [
     "cross_covariance",
     "inv_sqrt_psd",
     "project",
+    "singular_message",
 ]
 
 
@@ -43,21 +44,40 @@ def covariance(X, mean=None) -> np.ndarray:
     return (C + C.T) / 2
 
 
-def inv_sqrt_psd(C: np.ndarray, eps: float) -> np.ndarray:
+def singular_message(what: str, eps: float, largest: float) -> str:
+    """Why ``C + eps I`` is singular to working precision, and what to do.
+
+    With ``eps = 0`` a view with constant or linearly dependent columns is the cause;
+    with ``eps > 0`` it is the view's scale: ``eps`` is lost next to an eigenvalue
+    of C larger than ``eps / machine epsilon`` (entries around 1e9 give 1e18).
+    """
+    if eps == 0:
+        return (
+            f"the covariance C + eps*I of {what} is singular (constant or linearly "
+            "dependent columns) and eps = 0; use eps > 0"
+        )
+    return (
+        f"the covariance C + eps*I of {what} is singular to working precision: "
+        f"eps = {eps:g} is negligible next to C's largest eigenvalue {largest:.3g} "
+        f"(the view's scale: entries of size ~{np.sqrt(largest):.3g}), so its "
+        "constant or linearly dependent directions are not regularized; "
+        "standardize (rescale) the view, or use an eps in proportion to its scale"
+    )
+
+
+def inv_sqrt_psd(C: np.ndarray, eps: float, what: str = "a view") -> np.ndarray:
     """(C + eps I)^(-1/2) of a symmetric PSD matrix, through ``eigh``.
 
-    Tiny negative eigenvalues from rounding are clipped to 0. With ``eps = 0`` a
-    singular ``C`` has no inverse root, which is reported rather than returned as
-    huge numbers.
+    Tiny negative eigenvalues from rounding are clipped to 0. A ``C + eps I``
+    singular to working precision (``eps = 0`` with a singular ``C``, or ``eps``
+    negligible next to C's scale) has no usable inverse root: that is reported,
+    naming ``what`` and the cause, rather than returned as huge numbers.
     """
     s, V = np.linalg.eigh(C)
     s = np.clip(s, 0.0, None) + eps
     tiny = s.max(initial=0.0) * C.shape[0] * np.finfo(float).eps
     if s.min(initial=np.inf) <= tiny:
-        raise ValueError(
-            "the regularized covariance C + eps*I is singular (a view has constant "
-            "or linearly dependent columns); use eps > 0"
-        )
+        raise ValueError(singular_message(what, eps, float(s.max(initial=0.0) - eps)))
     return (V / np.sqrt(s)) @ V.T
 
 

@@ -101,14 +101,29 @@ class ViewKernel:
             # All training samples identical: any positive scale gives K = 1.
             self.scale_ = scale if scale > 0 else 1.0
             return np.exp(-D / self.scale_)
-        K = self._eval(X, X)
-        if not np.all(np.isfinite(K)):
-            raise ValueError(
-                "the kernel matrix contains NaN or infinity (overflow in the kernel "
-                "function?); rescale the features"
-            )
+        K = self._checked(self._eval(X, X), X.shape[0], "the kernel matrix")
         # KTCCA and KCCA form K^2: a linear kernel of large features overflows.
         check_magnitude(K, K.shape, "the kernel matrix")
+        return K
+
+    def _checked(self, K: np.ndarray, n_rows: int, what: str) -> np.ndarray:
+        """``K`` if it is a finite (n_rows, n_train) matrix, else a named error.
+
+        A callable kernel is the user's code: what it returns is checked in ``fit``
+        and in ``cross`` (``transform`` time) alike.
+        """
+        n_train = self.X_.shape[0]
+        if K.ndim != 2 or K.shape != (n_rows, n_train):
+            source = "the kernel function" if callable(self.kernel) else "the kernel"
+            raise ValueError(
+                f"{source} returned an array of shape {K.shape} for {n_rows} and "
+                f"{n_train} samples; {what} must have shape ({n_rows}, {n_train})"
+            )
+        if not np.all(np.isfinite(K)):
+            raise ValueError(
+                f"{what} contains NaN or infinity (overflow in the kernel "
+                "function?); rescale the features"
+            )
         return K
 
     def cross(self, Y) -> np.ndarray:
@@ -121,7 +136,10 @@ class ViewKernel:
                     f"(*, {self.n_train_}), got {K.shape}"
                 )
             return K
-        return self._eval(Y, self.X_)
+        K = self._eval(Y, self.X_)
+        if callable(self.kernel):
+            K = self._checked(K, Y.shape[0], "the cross kernel matrix")
+        return K
 
 
 def center_kernel(K: np.ndarray):

@@ -26,6 +26,7 @@ from __future__ import annotations
 from itertools import combinations
 
 import numpy as np
+import scipy.linalg as sla
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.extmath import svd_flip
 from sklearn.utils.validation import check_is_fitted
@@ -37,7 +38,7 @@ from .._linalg import (
     cross_covariance,
     inv_sqrt_psd,
 )
-from .._validation import check_eps, check_n_components, check_views
+from .._validation import _is_constant, check_eps, check_n_components, check_views
 from ..kernels import ViewKernel, center_cross_kernel, center_kernel
 
 __all__ = ["CCA", "KCCA", "cca", "kcca_from_kernels", "view_pairs"]
@@ -48,8 +49,53 @@ def view_pairs(m: int) -> list[tuple[int, int]]:
     return list(combinations(range(m), 2))
 
 
-def _numerical_rank(C: np.ndarray) -> int:
-    return int(np.linalg.matrix_rank(C, hermitian=True))
+def _numerical_rank(C: np.ndarray, scale: float | None = None) -> int:
+    """Rank of a covariance C, with rounding judged against ``scale``.
+
+    ``scale`` is the size of the raw second moments the covariance was computed
+    from (mean^2 + variance): centering a constant column whose mean is not exactly
+    representable leaves ~1e-33 of rounding in C, which matrix_rank's tolerance,
+    relative to C itself, counts as a direction. The tolerance here is relative to
+    the data, as TCCA's checks are.
+    """
+    if scale is None:
+        return int(np.linalg.matrix_rank(C, hermitian=True))
+    tol = max(float(scale), 0.0) * C.shape[0] * np.finfo(float).eps
+    return int(np.linalg.matrix_rank(C, tol=tol, hermitian=True))
+
+
+def _raw_scale(C: np.ndarray, mean: np.ndarray) -> float:
+    """Largest raw second moment mean^2 + variance of the columns behind C."""
+    return float(np.max(np.diag(C) + mean**2, initial=0.0))
+
+
+def _constant_message(p: int, name: str) -> str:
+    return (
+        f"view {p} is constant over the samples to working precision (its variance "
+        f"is rounding error next to its values); {name} has no component"
+    )
+
+
+def check_not_constant(views, name: str) -> None:
+    """A view whose rows are all equal is zero once centered: named, not fitted."""
+    for p, X in enumerate(views):
+        if _is_constant(X):
+            raise ValueError(
+                f"view {p} is constant over the samples (all rows are equal): "
+                f"centered it is zero, so {name} has no component"
+            )
+
+
+def _svd(T: np.ndarray, full_matrices: bool = False):
+    """numpy's SVD (LAPACK gesdd), falling back to the slower but more robust
+    gesvd driver when gesdd does not converge (it happens on Ads' nearly
+    rank-deficient cross-covariances)."""
+    try:
+        return np.linalg.svd(T, full_matrices=full_matrices)
+    except np.linalg.LinAlgError:
+        return sla.svd(
+            T, full_matrices=full_matrices, lapack_driver="gesvd", check_finite=False
+        )
 
 
 def _check_two_views(views, name: str, **kw) -> list:
@@ -86,19 +132,24 @@ def cca(
     eps = check_eps(eps)
     Xp, Xq = _check_two_views(views, "CCA")
     if center:
+        check_not_constant([Xp, Xq], "CCA")
         mp, mq = column_mean(Xp), column_mean(Xq)
     else:
         mp, mq = np.zeros(Xp.shape[1]), np.zeros(Xq.shape[1])
     Cpp, Cqq = covariance(Xp, mp), covariance(Xq, mq)
     Cpq = cross_covariance(Xp, Xq, mp, mq)
-    r_max = min(_numerical_rank(Cpp), _numerical_rank(Cqq))
+    ranks = [
+        _numerical_rank(Cpp, _raw_scale(Cpp, mp)),
+        _numerical_rank(Cqq, _raw_scale(Cqq, mq)),
+    ]
+    r_max = min(ranks)
     if r_max == 0:
-        raise ValueError("a view is constant over the samples; CCA has no component")
+        raise ValueError(_constant_message(ranks.index(0), "CCA"))
     why = "min(rank C_pp, rank C_qq) of the centered views"
     r = r_max if n_components is None else check_n_components(n_components, r_max, why)
-    Wp, Wq = inv_sqrt_psd(Cpp, eps), inv_sqrt_psd(Cqq, eps)
+    Wp, Wq = inv_sqrt_psd(Cpp, eps, "view 0"), inv_sqrt_psd(Cqq, eps, "view 1")
     T = Wp @ Cpq @ Wq
-    U, s, Vt = np.linalg.svd(T, full_matrices=False)
+    U, s, Vt = _svd(T)
     U, Vt = svd_flip(U, Vt)  # a deterministic sign per component
     return {
         "means": [mp, mq],
@@ -223,7 +274,7 @@ def kcca_from_kernels(
         raise ValueError("a centered kernel is zero; KCCA has no component")
     why = f"min of the centered kernels' ranks (at most N - 1 = {N - 1})"
     r = r_max if n_components is None else check_n_components(n_components, r_max, why)
-    U, sig, Vt = np.linalg.svd(Sp @ Sq)
+    U, sig, Vt = _svd(Sp @ Sq, full_matrices=True)
     U, Vt = svd_flip(U, Vt)
     U, Vq = U[:, :r], Vt[:r].T
     return {

@@ -30,7 +30,13 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 
-from .._linalg import LinearProjectionMixin, column_mean, covariance, project
+from .._linalg import (
+    LinearProjectionMixin,
+    column_mean,
+    covariance,
+    project,
+    singular_message,
+)
 from .._validation import (
     check_eps,
     check_n_components,
@@ -38,7 +44,12 @@ from .._validation import (
     check_tol,
     check_views,
 )
-from ._cca import _numerical_rank
+from ._cca import (
+    _constant_message,
+    _numerical_rank,
+    _raw_scale,
+    check_not_constant,
+)
 
 __all__ = ["CCALS", "cca_ls", "cca_ls_iterative"]
 
@@ -54,8 +65,11 @@ def _hstack(views):
     return np.hstack(views)
 
 
-def _max_components(R: np.ndarray, blocks) -> int:
-    return min(_numerical_rank(R[b, b]) for b in blocks)
+def _max_components(R: np.ndarray, blocks, mean: np.ndarray) -> int:
+    ranks = [_numerical_rank(R[b, b], _raw_scale(R[b, b], mean[b])) for b in blocks]
+    if 0 in ranks:
+        raise ValueError(_constant_message(ranks.index(0), "CCA-LS"))
+    return min(ranks)
 
 
 def _fix_signs(V: np.ndarray) -> np.ndarray:
@@ -87,11 +101,13 @@ def cca_ls(
     """
     eps = check_eps(eps)
     views = check_views(views)
+    if center:
+        check_not_constant(views, "CCA-LS")
     M = len(views)
     blocks = _blocks([X.shape[1] for X in views])
     means = [column_mean(X) if center else np.zeros(X.shape[1]) for X in views]
     R = covariance(_hstack(views), np.concatenate(means))
-    r_max = _max_components(R, blocks)
+    r_max = _max_components(R, blocks, np.concatenate(means))
     if r_max == 0:
         raise ValueError("a view is constant over the samples; CCA-LS has no component")
     why = "min_k rank C_kk of the centered views"
@@ -105,9 +121,16 @@ def cca_ls(
     try:
         lam, V = sla.eigh(R, D, subset_by_index=[n - r, n - 1])
     except np.linalg.LinAlgError:
+        # the view whose block is worst conditioned is the one to name
+        worst, largest, rcond = 0, 0.0, np.inf
+        for k, b in enumerate(blocks):
+            ev = np.linalg.eigvalsh(D[b, b])
+            rc = max(ev.min(), 0.0) / ev.max() if ev.max() > 0 else 0.0
+            if rc < rcond:
+                worst, largest, rcond = k, float(ev.max() - eps), rc
         raise ValueError(
-            "D~ = blockdiag(C_kk + eps I) is singular (a view has constant or "
-            "linearly dependent columns); use eps > 0"
+            "CCA-LS: D~ = blockdiag(C_kk + eps I) is singular; "
+            + singular_message(f"view {worst}", eps, largest)
         ) from None
     # eigh is ascending and D~-normalizes (v^T D~ v = 1); the paper's constraint
     # (1/M) h^T D~ h = 1 needs h = sqrt(M) v.
@@ -155,7 +178,9 @@ def cca_ls_iterative(
     blocks = _blocks(dims)
     means = [column_mean(X) for X in views]
     C = [covariance(X, mu) for X, mu in zip(views, means, strict=True)]
-    r_max = min(_numerical_rank(Ck) for Ck in C)
+    r_max = min(
+        _numerical_rank(Ck, _raw_scale(Ck, mu)) for Ck, mu in zip(C, means, strict=True)
+    )
     r = check_n_components(n_components, r_max, "min_k rank C_kk of the centered views")
     chol = [sla.cho_factor(Ck + eps * np.eye(Ck.shape[0])) for Ck in C]
     Ct = [Ck + eps * np.eye(Ck.shape[0]) for Ck in C]
