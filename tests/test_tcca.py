@@ -10,6 +10,7 @@ from scipy.linalg import subspace_angles
 from sklearn.base import clone
 
 from tcca_core import TCCA, tcca
+from tcca_core._linalg import covariance, inv_sqrt_psd
 from tcca_core._tensors import WhitenedView, dense_moment, engine_costs
 
 
@@ -133,17 +134,20 @@ def test_planted_low_rank_signal_is_recovered(rng, m):
     assert est.weights_[0] > 5 * est_noise.weights_[0]
 
 
-@pytest.mark.parametrize("m", [2, 3, 4])
-def test_dense_and_implicit_engines_agree(rng, m):
+@pytest.mark.parametrize("m", [3, 4])
+@pytest.mark.parametrize("linesearch", [False, True])
+def test_dense_and_implicit_engines_agree(rng, m, linesearch):
     dims = [4, 5, 6, 3][:m]
     r = 2
     views = _views(rng, dims, N=150, latent=2)
     init = [rng.standard_normal((d, r)) for d in dims]
-    kw = dict(init=init, tol=0, max_iter=40)
-    ref = TCCA(r, algorithm="tensorly", **kw).fit(views)
+    kw = dict(init=init, tol=0, max_iter=40, linesearch=linesearch)
+    # plain ALS is tensorly's parafac step for step; with the line search the two
+    # tensor-free engines still run the same iterates
+    ref = TCCA(r, algorithm="tensorly" if not linesearch else "dense", **kw).fit(views)
     for algo in ("dense", "implicit"):
         b = TCCA(r, algorithm=algo, **kw).fit(views)
-        assert (ref.algorithm_, b.algorithm_) == ("tensorly", algo)
+        assert b.algorithm_ == algo
         assert_allclose(ref.weights_, b.weights_, rtol=1e-9, atol=1e-12)
         for Ua, Ub in zip(ref.factors_, b.factors_):
             assert_allclose(Ua, Ub, atol=1e-9)
@@ -151,14 +155,39 @@ def test_dense_and_implicit_engines_agree(rng, m):
         assert_allclose(
             ref.reconstruction_errors_, b.reconstruction_errors_, atol=1e-10
         )
-    # With a tolerance and the default randomized-HOSVD start they also agree.
+    # With a tolerance and the default start the engines also agree.
     fits = [
-        TCCA(r, algorithm=a, random_state=3).fit(views)
-        for a in ("tensorly", "dense", "implicit")
+        TCCA(r, algorithm=a, random_state=3).fit(views) for a in ("dense", "implicit")
     ]
-    assert len({f.n_iter_ for f in fits}) == 1
-    for f in fits[1:]:
-        assert_allclose(fits[0].weights_, f.weights_, rtol=1e-8)
+    assert fits[0].n_iter_ == fits[1].n_iter_
+    assert_allclose(fits[0].weights_, fits[1].weights_, rtol=1e-8)
+    # tensorly's parafac run to convergence reaches the same optimum
+    tl = TCCA(r, algorithm="tensorly", init="hosvd", tol=1e-12, max_iter=3000)
+    tl.fit(views)
+    assert_allclose(
+        tl.reconstruction_errors_[-1], fits[0].reconstruction_errors_[-1], rtol=1e-4
+    )
+
+
+def test_two_views_are_solved_exactly_by_every_engine(rng):
+    """m = 2: M = C~_11^(-1/2) C_12 C~_22^(-1/2) is a matrix; its truncated SVD is the
+    exact rank-r CP decomposition, and tensorly's ALS converges to it."""
+    views = _views(rng, (4, 5), N=150, latent=2)
+    est = {a: TCCA(3, algorithm=a).fit(views) for a in ("dense", "implicit")}
+    M = dense_moment(
+        [
+            WhitenedView(X, X.mean(0), inv_sqrt_psd(covariance(X, X.mean(0)), 1e-2))
+            for X in views
+        ]
+    )
+    sv = np.linalg.svd(M, compute_uv=False)
+    for e in est.values():
+        assert e.n_iter_ == 0 and e.converged_
+        assert_allclose(e.weights_, sv[:3], rtol=1e-12)
+        assert_allclose(e.correlations_, sv[:3], rtol=1e-10)
+    tl = TCCA(3, algorithm="tensorly", tol=0, max_iter=3000, linesearch=False)
+    tl.fit(views)
+    assert_allclose(tl.weights_, sv[:3], rtol=1e-6)
 
 
 def test_sparse_input_matches_dense_input(rng):
@@ -314,14 +343,23 @@ def test_transform_checks_feature_counts(rng):
 def test_path_equals_independent_fits_and_warm_start_is_valid(rng):
     views = _views(rng, (5, 6, 7), N=150, latent=3)
     ranks = [3, 1, 2]
-    path = TCCA.fit_path(views, ranks, warm_start=False, random_state=4)
-    for r, est in zip(ranks, path):
-        ref = TCCA(r, random_state=4).fit(views)
-        assert est.n_components == r
-        assert np.array_equal(est.transform(views), ref.transform(views))
-    warm = TCCA.fit_path(views, ranks, warm_start=True, random_state=4)
-    for r, est in zip(ranks, warm):
+    for init in ("auto", "svd", "random"):
+        path = TCCA(random_state=4, init=init).fit_path(views, ranks)
+        for r, est in zip(ranks, path):
+            ref = TCCA(r, random_state=4, init=init).fit(views)
+            assert est.n_components == r
+            assert np.array_equal(est.transform(views), ref.transform(views))
+    # the instance's parameters are used (not the constructor's defaults)
+    (est,) = TCCA(eps=5.0, algorithm="implicit").fit_path(views, [2])
+    assert (est.eps, est.algorithm_, est.n_components) == (5.0, "implicit", 2)
+    assert_allclose(
+        est.weights_, TCCA(2, eps=5.0, algorithm="implicit").fit(views).weights_
+    )
+    cold = TCCA(random_state=4).fit_path(views, ranks)
+    warm = TCCA(random_state=4).fit_path(views, ranks, warm_start=True)
+    for r, est, ref in zip(ranks, warm, cold):
         assert est.factors_[0].shape == (5, r)
-        assert est.reconstruction_errors_[-1] <= 1.0
+        # the warm start is one more start: never worse than the standalone fit
+        assert est.reconstruction_errors_[-1] <= ref.reconstruction_errors_[-1] + 1e-9
     with pytest.raises(ValueError, match="warm_start needs"):
-        TCCA.fit_path(views, ranks, warm_start=True, init=[np.ones((5, 1))] * 3)
+        TCCA(init=[np.ones((5, 1))] * 3).fit_path(views, ranks, warm_start=True)

@@ -107,13 +107,12 @@ class KTCCA(TransformerMixin, BaseEstimator):
         Added to the diagonal of K^2 + eps K, relative to its mean diagonal, so the
         Cholesky factor exists for centered or low-rank kernels (see
         :func:`kernel_whitening`).
-    init : {"hosvd", "svd", "random"} or list of arrays, default="hosvd"
-        As in :class:`tcca_core.TCCA`, with the exact HOSVD as the default here:
-        the whitened kernels K_p L_p^(-1) have flat spectra, which the randomized
-        ``"svd"`` sketch misses, so it ends at a worse objective (BENCHMARKS.md,
-        "Initialization"). The exact start costs O(N^3) once per fit (+0.3 s at
-        N = 500, +5 min at N = 5,597); pass ``init="svd"`` for large N.
-    max_iter, tol, random_state, algorithm
+    init : {"auto", "hosvd", "svd", "random"} or list of arrays, default="auto"
+        As in :class:`tcca_core.TCCA`. The exact HOSVD costs O(N^3) once per fit
+        (+0.3 s at N = 500, minutes at N = 5,597); ``"auto"`` takes it unless it
+        costs more than the ALS sweeps, and the randomized start with power
+        iterations otherwise.
+    max_iter, tol, n_init, linesearch, random_state, algorithm
         As in :class:`tcca_core.TCCA`; the dense engine builds the N^m tensor S.
 
     Attributes
@@ -135,9 +134,11 @@ class KTCCA(TransformerMixin, BaseEstimator):
         kernel_params: dict | list | None = None,
         center: bool = True,
         jitter: float = 1e-10,
-        max_iter: int = 200,
-        tol: float = 1e-6,
-        init="hosvd",
+        max_iter: int = 500,
+        tol: float = 1e-7,
+        init="auto",
+        n_init: int = 1,
+        linesearch: bool = True,
         random_state=None,
         algorithm: str = "auto",
     ):
@@ -150,32 +151,42 @@ class KTCCA(TransformerMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.init = init
+        self.n_init = n_init
+        self.linesearch = linesearch
         self.random_state = random_state
         self.algorithm = algorithm
 
     def fit(self, views, y=None):
         """Fit on a list of views (or of N x N kernels with kernel="precomputed")."""
-        params = self.get_params(deep=False)
-        fitted = type(self).fit_path(views, [self.n_components], **params)[0]
+        fitted = self.fit_path(views, [self.n_components])[0]
         vars(self).update(vars(fitted))
         return self
 
-    @classmethod
-    def fit_path(cls, views, ranks, *, warm_start: bool = True, **params):
-        """Fitted estimators for each of ``ranks``, sharing kernels, Cholesky factors
-        and the engine (the O(N^3) work is done once).
+    def fit_path(self, views, ranks, *, warm_start: bool = False) -> list:
+        """Fitted copies of this estimator, one per rank in ``ranks``, sharing
+        kernels, Cholesky factors and the engine (the O(N^3) work is done once).
 
-        ``params`` are the constructor's; ``n_components`` among them is ignored.
-        See :func:`tcca_core.tcca_path` for ``warm_start``.
+        Each copy has this estimator's parameters with ``n_components`` set to its
+        rank; see :func:`tcca_core.tcca_path` for ``warm_start``.
         """
-        params = {k: v for k, v in params.items() if k != "n_components"}
-        proto = cls(**params)
+        from sklearn.base import clone
+
+        params = {
+            k: v for k, v in self.get_params(deep=False).items() if k != "n_components"
+        }
+        proto = self
         ranks = list(ranks)
         if not ranks:
             raise ValueError("ranks must not be empty")
         for r in ranks:
             eps, max_iter, tol = _check_params(
-                r, proto.eps, proto.max_iter, proto.tol, proto.algorithm
+                r,
+                proto.eps,
+                proto.max_iter,
+                proto.tol,
+                proto.algorithm,
+                proto.n_init,
+                proto.init,
             )
         warm_start = warm_start and len(set(ranks)) > 1
         if warm_start and not isinstance(proto.init, str):
@@ -226,10 +237,12 @@ class KTCCA(TransformerMixin, BaseEstimator):
                 random_state=proto.random_state,
                 max_iter=max_iter,
                 tol=tol,
+                n_init=proto.n_init,
+                linesearch=proto.linesearch,
             )
         fitted: dict[int, KTCCA] = {}
         for r, (weights, factors, info, seconds) in fits.items():
-            est = cls(r, **params)
+            est = clone(self).set_params(**params, n_components=r)
             est.kernels_, est.center_stats_, est._L = vkernels, stats_all, Ls
             est.factors_ = factors
             est.dual_coef_ = [
@@ -242,6 +255,8 @@ class KTCCA(TransformerMixin, BaseEstimator):
             est.converged_ = info["converged"]
             est.reconstruction_errors_ = info["errors"]
             est.algorithm_ = info["engine"]
+            est.init_ = info["init"]
+            est.start_errors_ = info["start_errors"]
             est.n_views_ = m
             est.n_train_ = N
             # Own ALS plus the shared kernels and Cholesky factors; the lazy

@@ -50,13 +50,21 @@ def max_cp_rank(N: int, dims) -> tuple[int, str]:
     return bound, f"prod(d) / max(d) = {bound} for view dimensions {dims}"
 
 
-def _check_params(n_components, eps, max_iter, tol, algorithm):
+INITS = ("auto", "hosvd", "svd", "random")
+
+
+def _check_params(n_components, eps, max_iter, tol, algorithm, n_init=1, init="auto"):
     eps = check_eps(eps)
     check_positive_int(n_components, "n_components")
     max_iter = check_positive_int(max_iter, "max_iter")
+    check_positive_int(n_init, "n_init")
     tol = check_tol(tol)
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+    if isinstance(init, str) and init not in INITS:
+        raise ValueError(
+            f"init must be one of {INITS} or a list of arrays, got {init!r}"
+        )
     return eps, max_iter, tol
 
 
@@ -65,23 +73,26 @@ def tcca_path(
     ranks,
     *,
     eps: float = 1e-2,
-    max_iter: int = 200,
-    tol: float = 1e-6,
-    init="svd",
-    warm_start: bool = True,
+    max_iter: int = 500,
+    tol: float = 1e-7,
+    init="auto",
+    n_init: int = 1,
+    linesearch: bool = True,
+    warm_start: bool = False,
     random_state=None,
     algorithm: str = "auto",
     center: bool = True,
 ) -> list[dict]:
     """Fit TCCA for several ranks, whitening and building M (or ||M||) once.
 
-    With ``warm_start=True`` (the default) the ranks are visited in increasing order
-    and each starts from the previous solution plus the next ``init`` columns: on
-    the paper's shapes this takes 30-60 % fewer ALS sweeps at an objective within
-    0.1 % of the best start (BENCHMARKS.md, "Initialization"), but the result for a
-    rank then depends on the grid. With ``warm_start=False`` and an int
-    ``random_state``, entry i equals ``tcca(views, ranks[i], ...)`` exactly: each
-    rank starts from its own generator seeded by ``random_state``.
+    With ``warm_start=False`` (the default) and an int (or None) ``random_state``,
+    entry i equals ``tcca(views, ranks[i], ...)`` exactly (for None: in
+    distribution): each rank starts from its own generator seeded by
+    ``random_state``, so a rank's result does not depend on the grid. The exact
+    HOSVD start, when chosen, is computed once for all ranks. With
+    ``warm_start=True`` each rank also tries the previous rank's solution plus the
+    next ``init`` columns and keeps whichever start ends lower: never worse than
+    the standalone fit, at the cost of a second ALS run per rank.
 
     Returns one dict per rank (in the order of ``ranks``), as :func:`tcca`.
     """
@@ -92,7 +103,9 @@ def tcca_path(
     if warm_start and not isinstance(init, str):
         raise ValueError("warm_start needs init='svd', 'hosvd' or 'random', not arrays")
     for r in ranks:
-        eps, max_iter, tol = _check_params(r, eps, max_iter, tol, algorithm)
+        eps, max_iter, tol = _check_params(
+            r, eps, max_iter, tol, algorithm, n_init, init
+        )
     views = check_views(views)
     N = views[0].shape[0]
     dims = [X.shape[1] for X in views]
@@ -123,6 +136,8 @@ def tcca_path(
             random_state=random_state,
             max_iter=max_iter,
             tol=tol,
+            n_init=n_init,
+            linesearch=linesearch,
         )
     out = {}
     for r, (weights, factors, info, seconds) in fits.items():
@@ -147,7 +162,8 @@ def tcca(views, n_components: int, **kwargs) -> dict:
 
     Returns a dict with ``means``, ``whiteners`` (C~_pp^(-1/2)), ``factors`` (U_p),
     ``projections`` (W_p = C~_pp^(-1/2) U_p), ``weights`` (CP lambdas),
-    ``correlations`` (rho_k), ``n_iter``, ``converged``, ``errors``, ``engine``.
+    ``correlations`` (rho_k), ``n_iter``, ``converged``, ``errors``, ``engine``,
+    ``init`` (the start kept) and ``start_errors`` (every start's final error).
     """
     check_positive_int(n_components, "n_components")
     return tcca_path(views, [n_components], **kwargs)[0]
@@ -164,15 +180,31 @@ class TCCA(LinearProjectionMixin, TransformerMixin, BaseEstimator):
     eps : float, default=1e-2
         The paper's regularizer epsilon: C~_pp = C_pp + eps I, with the 1/N-scaled
         covariance C_pp.
-    max_iter : int, default=200
-        Most ALS sweeps.
-    tol : float, default=1e-6
-        Stop when the relative reconstruction error changes by less than ``tol``
-        between sweeps (tensorly's ``abs_rec_error`` criterion). 0 runs all sweeps.
-    init : {"svd", "hosvd", "random"} or list of arrays, default="svd"
-        ALS start: a randomized HOSVD computed without unfolding M, the exact
-        HOSVD (from the mode Gram matrices of M, also without unfolding it; costlier,
-        see BENCHMARKS.md), Gaussian factors, or explicit (d_p, r) factor matrices.
+    max_iter : int, default=500
+        Most ALS sweeps per start.
+    tol : float, default=1e-7
+        Stop when the estimated decrease of the relative reconstruction error still
+        to come (from the last decreases and their rate, so that a slow creep is
+        not taken for convergence; see :mod:`tcca_core._als`) is below ``tol``.
+        0 runs all sweeps.
+    init : {"auto", "hosvd", "svd", "random"} or list of arrays, default="auto"
+        ALS start. ``"hosvd"``: the exact HOSVD, from the mode Gram matrices of M
+        (computed without unfolding M). ``"svd"``: a randomized HOSVD with
+        Khatri-Rao test matrices and two power iterations, also without
+        unfolding M. ``"random"``: Gaussian factors. Or explicit (d_p, r) factor
+        matrices. ``"auto"`` takes the exact HOSVD unless it costs more than the
+        ALS sweeps themselves (see ``MomentEngine.auto_init``); on the
+        solver-quality battery (BENCHMARKS.md) it ends within 0.5 % of the best
+        of 10 starts. With two views no ALS runs: M is a matrix and its truncated
+        SVD is the exact answer (the regularized CCA solution).
+    n_init : int, default=1
+        Number of starts: ``init``, then ``n_init - 1`` randomized HOSVDs with
+        fresh test matrices. The fit with the lowest reconstruction error is kept
+        (as scikit-learn's ``KMeans`` does).
+    linesearch : bool, default=True
+        Extrapolate the factors after each ALS sweep and keep the jump when it
+        lowers the error (Bro's line search; see :mod:`tcca_core._als`). Fewer
+        sweeps to the same optimum.
     random_state : int, numpy Generator or None
         Seeds the initialization; the same seed gives bit-identical results.
     algorithm : {"auto", "dense", "implicit", "tensorly"}, default="auto"
@@ -209,9 +241,16 @@ class TCCA(LinearProjectionMixin, TransformerMixin, BaseEstimator):
         High-order canonical correlations rho_k = (1/N) sum_n prod_p Z_p[n, k] of
         the training data (Theorem 1).
     n_iter_ : int
+        ALS sweeps of the kept start (0 with two views).
     converged_ : bool
+        Whether the kept start met ``tol`` before ``max_iter``.
     reconstruction_errors_ : list of float
-        ||M - M_hat||_F / ||M||_F after each sweep.
+        ||M - M_hat||_F / ||M||_F after each sweep of the kept start.
+    init_ : str
+        The start that was kept (``"hosvd"``, ``"svd"``, ``"random"``, ``"warm"``,
+        ``"given"`` or the two-view SVD).
+    start_errors_ : list of float
+        Final relative reconstruction error of every start, in the order tried.
     algorithm_ : str
         The engine used.
     n_features_in_ : list of int
@@ -234,9 +273,11 @@ class TCCA(LinearProjectionMixin, TransformerMixin, BaseEstimator):
         n_components: int = 2,
         *,
         eps: float = 1e-2,
-        max_iter: int = 200,
-        tol: float = 1e-6,
-        init="svd",
+        max_iter: int = 500,
+        tol: float = 1e-7,
+        init="auto",
+        n_init: int = 1,
+        linesearch: bool = True,
         random_state=None,
         algorithm: str = "auto",
         center: bool = True,
@@ -246,6 +287,8 @@ class TCCA(LinearProjectionMixin, TransformerMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.init = init
+        self.n_init = n_init
+        self.linesearch = linesearch
         self.random_state = random_state
         self.algorithm = algorithm
         self.center = center
@@ -259,6 +302,8 @@ class TCCA(LinearProjectionMixin, TransformerMixin, BaseEstimator):
             max_iter=self.max_iter,
             tol=self.tol,
             init=self.init,
+            n_init=self.n_init,
+            linesearch=self.linesearch,
             random_state=self.random_state,
             algorithm=self.algorithm,
             center=self.center,
@@ -275,6 +320,8 @@ class TCCA(LinearProjectionMixin, TransformerMixin, BaseEstimator):
         self.converged_ = out["converged"]
         self.reconstruction_errors_ = out["errors"]
         self.algorithm_ = out["engine"]
+        self.init_ = out["init"]
+        self.start_errors_ = out["start_errors"]
         self.fit_seconds_ = out["fit_seconds"]
         self.n_features_in_ = [W.shape[0] for W in self.projections_]
         if not self.converged_ and self.tol > 0:
@@ -286,27 +333,34 @@ class TCCA(LinearProjectionMixin, TransformerMixin, BaseEstimator):
             )
         return self
 
-    @classmethod
-    def fit_path(cls, views, ranks, *, warm_start: bool = True, **params):
-        """Fitted estimators for each of ``ranks``, sharing the whitening and M.
+    def fit_path(self, views, ranks, *, warm_start: bool = False) -> list:
+        """Fitted copies of this estimator, one per rank in ``ranks``.
 
-        ``params`` are the constructor's; ``n_components`` among them is ignored. See
-        :func:`tcca_path` for what ``warm_start`` changes.
+        They share the whitening and M (or ||M||^2), and the exact HOSVD start
+        when it is used; each copy has this estimator's parameters with
+        ``n_components`` set to its rank. With the default ``warm_start=False``
+        (and an int ``random_state``) each equals ``fit`` at that rank exactly.
+        See :func:`tcca_path` for ``warm_start``.
         """
-        params = {k: v for k, v in params.items() if k != "n_components"}
-        est = cls(**params)
+        from sklearn.base import clone
+
+        params = self.get_params(deep=False)
         outs = tcca_path(
             views,
             ranks,
-            eps=est.eps,
-            max_iter=est.max_iter,
-            tol=est.tol,
-            init=est.init,
+            eps=self.eps,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            init=self.init,
+            n_init=self.n_init,
+            linesearch=self.linesearch,
             warm_start=warm_start,
-            random_state=est.random_state,
-            algorithm=est.algorithm,
-            center=est.center,
+            random_state=self.random_state,
+            algorithm=self.algorithm,
+            center=self.center,
         )
-        return [
-            cls(r, **params)._set_fitted(o) for r, o in zip(ranks, outs, strict=True)
-        ]
+        fitted = []
+        for r, o in zip(ranks, outs, strict=True):
+            est = clone(self).set_params(**{**params, "n_components": r})
+            fitted.append(est._set_fitted(o))
+        return fitted

@@ -688,6 +688,9 @@ def tensorly_mttkrp(M: np.ndarray, factors: Sequence[np.ndarray], p: int) -> np.
 # Sweeps assumed by the cost model; ALS on these problems typically needs tens.
 _COST_SWEEPS = 50
 
+#: Starts cheaper than this (flops, a few seconds) are always exact.
+_FREE_FLOPS = 1e11
+
 
 def engine_costs(
     N: int, dims: Sequence[int], rank: int, nnz: Sequence[float] | None = None
@@ -814,49 +817,158 @@ class MomentEngine:
         B = dense_mttkrp(self._M, factors, 0)
         return np.einsum("az,az->z", B, factors[0])
 
+    def init_cost(self) -> float:
+        """Flops of the exact HOSVD start (0 once the mode Grams exist)."""
+        if self._mode_grams is not None:
+            return 0.0
+        if self._op is None:
+            return 2.0 * _prod(self.dims) * sum(self.dims)
+        v = self.views
+        return min(
+            mode_gram_costs(
+                v[0].N,
+                self.dims,
+                [x.nnz_per_row for x in v],
+                sparse=all(x.sparse is not None for x in v),
+            ).values()
+        )
+
+    def sweep_cost(self, rank: int) -> float:
+        """Flops of one ALS sweep at ``rank``."""
+        if self._op is None:
+            return 4.0 * rank * _prod(self.dims)
+        return 4.0 * self.views[0].N * rank * sum(self.dims)
+
+    def auto_init(self, ranks: Sequence[int]) -> str:
+        """The start ``init="auto"`` means for a fit over ``ranks``.
+
+        The exact HOSVD (``"hosvd"``) when it costs no more than the ALS sweeps it
+        starts (``_COST_SWEEPS`` per rank, summed over a rank path, which shares
+        one HOSVD) or under ``_FREE_FLOPS``; otherwise the randomized sketch with
+        power iterations (``"svd"``). The exact start is the better one on every
+        case of the solver-quality battery (BENCHMARKS.md); the sketch is for
+        large implicit problems (KTCCA with N in the thousands at small r), where
+        the N x N Gram matrices of the exact start would cost more than the fit.
+        """
+        budget = _COST_SWEEPS * sum(self.sweep_cost(r) for r in set(ranks))
+        return "hosvd" if self.init_cost() <= max(budget, _FREE_FLOPS) else "svd"
+
+    def _two_view(self, rank: int):
+        """m = 2: M is a d_1 x d_2 matrix and its best rank-r approximation is the
+        truncated SVD (Eckart-Young), so no ALS is needed: the weights are the top
+        r singular values, the regularized canonical correlations."""
+        if self._op is None:
+            M = self.M
+        else:
+            d2 = self.dims[1]
+            eye = np.eye(d2)
+            J = _block_rows(d2, 8 * self.views[0].N)  # N x J projections <= 64 MB
+            M = np.hstack(
+                [self._op.mttkrp([None, eye[:, j : j + J]], 0) for j in range(0, d2, J)]
+            )
+        U, sv, Vt = np.linalg.svd(M, full_matrices=False)
+        norm_sq = float(np.sum(sv**2))
+        rest = float(np.sum(sv[rank:] ** 2))
+        err = np.sqrt(rest / norm_sq) if norm_sq > 0 else 0.0
+        return sv[:rank].copy(), [U[:, :rank], Vt[:rank].T.copy()], [float(err)]
+
     def decompose(
-        self, rank: int, *, init, max_iter: int, tol: float, rng: np.random.Generator
+        self,
+        rank: int,
+        *,
+        init,
+        max_iter: int,
+        tol: float,
+        rng: np.random.Generator,
+        n_init: int = 1,
+        linesearch: bool = True,
+        extra_starts: Sequence[list[np.ndarray]] = (),
     ):
-        """Rank-``rank`` CP-ALS of M.
+        """Rank-``rank`` CP-ALS of M, the best of several starts.
+
+        The starts are ``init`` (``"auto"`` resolved by :meth:`auto_init`), then
+        ``n_init - 1`` randomized sketches (``"svd"``) drawn from ``rng``, then the
+        explicit factor lists of ``extra_starts`` (a rank path's warm start); the
+        fit with the lowest final error is kept (ties: the earliest). With two
+        views, the exact truncated SVD replaces ALS (not for the "tensorly" route,
+        which is the paper's and runs parafac as it is).
 
         Returns ``(weights, factors, info)`` with normalized, sign-fixed factors
-        sorted by weight, and ``info`` holding the engine, iterations, convergence
-        flag and the relative reconstruction errors.
+        sorted by weight, and ``info`` holding the engine, the start used,
+        iterations, convergence flag, the relative reconstruction errors and the
+        final error of every start.
         """
         from ._als import cp_als, init_factors, normalize_cp
 
-        U0 = init_factors(
-            self.mttkrp, self.dims, rank, init, rng, mode_grams=self.mode_grams
-        )
-        if self.name == "tensorly":
-            import tensorly as tl
-            from tensorly.decomposition import parafac
-
-            with tl.backend_context("numpy"):
-                cp, errors = parafac(
-                    self.M,
-                    rank,
-                    n_iter_max=max_iter,
-                    init=tl.cp_tensor.CPTensor((np.ones(rank), U0)),
+        if len(self.dims) == 2 and self.name != "tensorly":
+            weights, factors, errors = self._two_view(rank)
+            weights, factors = normalize_cp(weights, factors)
+            info = {
+                "engine": self.name,
+                "init": "exact (two views: SVD)",
+                "n_iter": 0,
+                "converged": True,
+                "errors": errors,
+                "start_errors": errors[-1:],
+            }
+            return weights, factors, info
+        if isinstance(init, str) and init == "auto":
+            init = self.auto_init([rank])
+        starts = [init] + ["svd"] * (max(int(n_init), 1) - 1) + list(extra_starts)
+        best = None
+        start_errors = []
+        for i, start in enumerate(starts):
+            U0 = init_factors(
+                self.mttkrp, self.dims, rank, start, rng, mode_grams=self.mode_grams
+            )
+            if self.name == "tensorly":
+                fit = self._tensorly(rank, U0, max_iter, tol, linesearch)
+            else:
+                res = cp_als(
+                    self.mttkrp,
+                    self.norm_sq,
+                    U0,
+                    max_iter=max_iter,
                     tol=tol,
-                    return_errors=True,
+                    linesearch=linesearch,
                 )
-            weights, factors = cp.weights, list(cp.factors)
-            errors = [float(e) for e in errors]
-            n_iter = len(errors)
-            converged = bool(tol and n_iter >= 2 and abs(errors[-2] - errors[-1]) < tol)
-        else:
-            res = cp_als(self.mttkrp, self.norm_sq, U0, max_iter=max_iter, tol=tol)
-            weights, factors = res.weights, res.factors
-            n_iter, converged, errors = res.n_iter, res.converged, res.errors
+                fit = (res.weights, res.factors, res.n_iter, res.converged, res.errors)
+            start_errors.append(fit[4][-1] if fit[4] else np.inf)
+            if best is None or start_errors[-1] < start_errors[best[0]]:
+                label = (
+                    start if isinstance(start, str) else "given" if i == 0 else "warm"
+                )
+                best = (i, label, fit)
+        _, label, (weights, factors, n_iter, converged, errors) = best
         weights, factors = normalize_cp(weights, factors)
         info = {
             "engine": self.name,
+            "init": label,
             "n_iter": n_iter,
             "converged": converged,
             "errors": errors,
+            "start_errors": start_errors,
         }
         return weights, factors, info
+
+    def _tensorly(self, rank, U0, max_iter, tol, linesearch):
+        import tensorly as tl
+        from tensorly.decomposition import parafac
+
+        with tl.backend_context("numpy"):
+            cp, errors = parafac(
+                self.M,
+                rank,
+                n_iter_max=max_iter,
+                init=tl.cp_tensor.CPTensor((np.ones(rank), U0)),
+                tol=tol,
+                linesearch=linesearch,
+                return_errors=True,
+            )
+        errors = [float(e) for e in errors]
+        n_iter = len(errors)
+        converged = bool(tol and n_iter >= 2 and abs(errors[-2] - errors[-1]) < tol)
+        return cp.weights, list(cp.factors), n_iter, converged, errors
 
     def path(
         self,
@@ -867,49 +979,78 @@ class MomentEngine:
         random_state,
         max_iter: int,
         tol: float,
+        n_init: int = 1,
+        linesearch: bool = True,
     ) -> dict[int, tuple]:
         """Decompose M at every rank; ``{r: (weights, factors, info, seconds)}``.
 
-        Without ``warm_start`` each rank starts from a generator seeded afresh with
-        an int ``random_state``, so it equals a standalone fit (a Generator passed in
-        cannot be re-seeded and is used in turn). With ``warm_start`` the ranks are
-        visited in increasing order, each starting from the previous solution plus
-        the next ``init`` columns.
+        Each rank runs the starts of :meth:`decompose` from a generator seeded
+        afresh with an int ``random_state``, so it equals a standalone fit (a
+        Generator passed in cannot be re-seeded and is used in turn). ``"auto"`` is
+        resolved once for the whole path (:meth:`auto_init`), so every rank uses
+        the same kind of start. With ``warm_start`` the ranks are visited in
+        increasing order and the previous rank's solution plus the next columns of
+        ``init`` is one more start: the path's result at a rank is then never worse
+        than the standalone fit, and differs from it only where the warm start
+        found a lower error.
         """
         from time import perf_counter
 
         from ._als import init_factors
         from ._validation import as_generator
 
+        if isinstance(init, str) and init == "auto":
+            init = self.auto_init(ranks)
         out = {}
         previous = None
         order = sorted(set(ranks)) if warm_start else list(dict.fromkeys(ranks))
         rng = as_generator(random_state)
+        # the warm start's fresh columns come from a generator of their own, so
+        # that the other starts draw exactly what a standalone fit draws
+        warm_rng = rng
+        if not isinstance(random_state, np.random.Generator):
+            warm_rng = as_generator(random_state)
         for r in order:
             t = perf_counter()
-            if not warm_start and not isinstance(random_state, np.random.Generator):
+            if not isinstance(random_state, np.random.Generator):
                 rng = as_generator(random_state)
-            start = init
-            if warm_start and previous is not None:
+            extra = []
+            if warm_start and previous is not None and len(self.dims) > 2:
                 fresh = init_factors(
-                    self.mttkrp, self.dims, r, init, rng, mode_grams=self.mode_grams
+                    self.mttkrp,
+                    self.dims,
+                    r,
+                    init,
+                    warm_rng,
+                    mode_grams=self.mode_grams,
                 )
                 k = previous[0].shape[1]
-                start = [
-                    np.hstack([U, F[:, k:]])
-                    for U, F in zip(previous, fresh, strict=True)
+                extra = [
+                    [
+                        np.hstack([U, F[:, k:]])
+                        for U, F in zip(previous, fresh, strict=True)
+                    ]
                 ]
             weights, factors, info = self.decompose(
-                r, init=start, max_iter=max_iter, tol=tol, rng=rng
+                r,
+                init=init,
+                max_iter=max_iter,
+                tol=tol,
+                rng=rng,
+                n_init=n_init,
+                linesearch=linesearch,
+                extra_starts=extra,
             )
             previous = [factors[0] * weights, *factors[1:]]
             out[r] = (weights, factors, info, perf_counter() - t)
             logger.info(
-                "rank %d (%d/%d): %d ALS sweeps, %.1f s",
+                "rank %d (%d/%d): %d ALS sweeps, start %s, error %.6g, %.1f s",
                 r,
                 len(out),
                 len(order),
                 info["n_iter"],
+                info["init"],
+                info["errors"][-1] if info["errors"] else float("nan"),
                 out[r][3],
             )
         return out

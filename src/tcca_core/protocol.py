@@ -1017,7 +1017,7 @@ def _run_tcca(run: _Run, points):
         run,
         points,
         r_max,
-        TCCA.fit_path,
+        lambda views, ranks, **kw: TCCA(**kw).fit_path(views, ranks),
         lambda: run.fit_data(range(run.m)),
         run.row_data(range(run.m)),
     )
@@ -1031,7 +1031,7 @@ def _run_ktcca(run: _Run, points):
     kernel_cost = _add_costs(*(k["cost"] for k in K))
 
     def fit_path(Ks, ranks, **kw):
-        ests = KTCCA.fit_path(Ks, ranks, kernel="precomputed", **kw)
+        ests = KTCCA(kernel="precomputed", **kw).fit_path(Ks, ranks)
         for est in ests:  # the kernel matrices were computed by the protocol
             est.fit_seconds_ += kernel_cost["fit_s"]
         return ests
