@@ -329,7 +329,7 @@ def main(argv=None) -> None:
                 repeats = args.baseline_repeats
             for _ in range(repeats if skip is None else 0):
                 # the same seed every time: repeats measure timing noise, not the
-                # spread over random starts (init_compare.py does that)
+                # spread over random starts (solver_quality.py does that)
                 res = run_one(case, engine, args.seed, args, time_s, init)
                 runs.append(res)
                 if res["status"] != "ok" or res["fit_s"] > args.single_over:

@@ -23,6 +23,7 @@ import scipy.linalg as sla
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 
+from ._als import convergence_message
 from ._tcca import _check_params, max_cp_rank
 from ._tensors import MomentEngine, WhitenedView
 from ._validation import (
@@ -135,7 +136,7 @@ class KTCCA(TransformerMixin, BaseEstimator):
         center: bool = True,
         jitter: float = 1e-10,
         max_iter: int = 500,
-        tol: float = 1e-7,
+        tol: float = 1e-5,
         init="auto",
         n_init: int = 1,
         linesearch: bool = True,
@@ -264,8 +265,7 @@ class KTCCA(TransformerMixin, BaseEstimator):
             est.fit_seconds_ = setup_s + seconds
             if not est.converged_ and tol > 0:
                 warnings.warn(
-                    f"KTCCA: ALS stopped after max_iter={est.n_iter_} sweeps "
-                    f"without reaching tol={tol}; increase max_iter",
+                    convergence_message("KTCCA", est.reconstruction_errors_, tol),
                     ConvergenceWarning,
                     stacklevel=3,
                 )

@@ -19,6 +19,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 
+from ._als import convergence_message
 from ._linalg import LinearProjectionMixin, column_mean, covariance, inv_sqrt_psd
 from ._tensors import MomentEngine, WhitenedView
 from ._validation import (
@@ -74,7 +75,7 @@ def tcca_path(
     *,
     eps: float = 1e-2,
     max_iter: int = 500,
-    tol: float = 1e-7,
+    tol: float = 1e-5,
     init="auto",
     n_init: int = 1,
     linesearch: bool = True,
@@ -182,11 +183,12 @@ class TCCA(LinearProjectionMixin, TransformerMixin, BaseEstimator):
         covariance C_pp.
     max_iter : int, default=500
         Most ALS sweeps per start.
-    tol : float, default=1e-7
-        Stop when the estimated decrease of the relative reconstruction error still
-        to come (from the last decreases and their rate, so that a slow creep is
-        not taken for convergence; see :mod:`tcca_core._als`) is below ``tol``.
-        0 runs all sweeps.
+    tol : float, default=1e-5
+        Stop when the decrease of the relative reconstruction error still to come,
+        estimated from the rate at which the decrease per window of sweeps shrinks,
+        stays below ``tol`` times the error for two windows (see
+        :mod:`tcca_core._als`): a swamp, where the error creeps at a steady pace
+        before it drops, is not taken for convergence. 0 runs all sweeps.
     init : {"auto", "hosvd", "svd", "random"} or list of arrays, default="auto"
         ALS start. ``"hosvd"``: the exact HOSVD, from the mode Gram matrices of M
         (computed without unfolding M). ``"svd"``: a randomized HOSVD with
@@ -274,7 +276,7 @@ class TCCA(LinearProjectionMixin, TransformerMixin, BaseEstimator):
         *,
         eps: float = 1e-2,
         max_iter: int = 500,
-        tol: float = 1e-7,
+        tol: float = 1e-5,
         init="auto",
         n_init: int = 1,
         linesearch: bool = True,
@@ -326,8 +328,7 @@ class TCCA(LinearProjectionMixin, TransformerMixin, BaseEstimator):
         self.n_features_in_ = [W.shape[0] for W in self.projections_]
         if not self.converged_ and self.tol > 0:
             warnings.warn(
-                f"TCCA: ALS stopped after max_iter={self.n_iter_} sweeps without "
-                f"reaching tol={self.tol}; increase max_iter",
+                convergence_message("TCCA", self.reconstruction_errors_, self.tol),
                 ConvergenceWarning,
                 stacklevel=3,
             )
