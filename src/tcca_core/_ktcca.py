@@ -24,6 +24,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 
 from ._als import convergence_message
+from ._multiview import HighOrderCorrelationMixin
 from ._tcca import _check_params, max_cp_rank
 from ._tensors import MomentEngine, WhitenedView
 from ._validation import (
@@ -85,7 +86,7 @@ def kernel_whitening(K: np.ndarray, eps: float, jitter: float, p: int = 0):
     return L, np.ascontiguousarray(Y)
 
 
-class KTCCA(TransformerMixin, BaseEstimator):
+class KTCCA(HighOrderCorrelationMixin, TransformerMixin, BaseEstimator):
     """Kernel tensor CCA for m >= 2 views.
 
     Parameters

@@ -21,6 +21,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._als import convergence_message
 from ._linalg import LinearProjectionMixin, column_mean, covariance, inv_sqrt_psd
+from ._multiview import HighOrderCorrelationMixin
 from ._tensors import MomentEngine, WhitenedView
 from ._validation import (
     check_eps,
@@ -170,7 +171,9 @@ def tcca(views, n_components: int, **kwargs) -> dict:
     return tcca_path(views, [n_components], **kwargs)[0]
 
 
-class TCCA(LinearProjectionMixin, TransformerMixin, BaseEstimator):
+class TCCA(
+    HighOrderCorrelationMixin, LinearProjectionMixin, TransformerMixin, BaseEstimator
+):
     """Tensor canonical correlation analysis for m >= 2 views.
 
     Parameters

@@ -38,6 +38,7 @@ from .._linalg import (
     cross_covariance,
     inv_sqrt_psd,
 )
+from .._multiview import MultiViewMixin
 from .._validation import _is_constant, check_eps, check_n_components, check_views
 from ..kernels import ViewKernel, center_cross_kernel, center_kernel
 
@@ -159,7 +160,7 @@ def cca(
     }
 
 
-class CCA(LinearProjectionMixin, TransformerMixin, BaseEstimator):
+class CCA(MultiViewMixin, LinearProjectionMixin, TransformerMixin, BaseEstimator):
     """Regularized two-view CCA (Foster, Johnson, Kakade & Zhang 2008).
 
     Maximizes h_p^T C_pq h_q subject to h_p^T (C_pp + eps I) h_p = 1 and
@@ -293,7 +294,7 @@ def _per_view(value, m: int, name: str) -> list:
     return [value] * m
 
 
-class KCCA(TransformerMixin, BaseEstimator):
+class KCCA(MultiViewMixin, TransformerMixin, BaseEstimator):
     """Regularized kernel CCA of two views (Hardoon, Szedmak & Shawe-Taylor 2004).
 
     Kernels are centered in feature space over the training samples; the problem and

@@ -37,6 +37,7 @@ from .._linalg import (
     project,
     singular_message,
 )
+from .._multiview import MultiViewMixin
 from .._validation import (
     check_eps,
     check_n_components,
@@ -229,7 +230,7 @@ def cca_ls_iterative(
     }
 
 
-class CCALS(LinearProjectionMixin, TransformerMixin, BaseEstimator):
+class CCALS(MultiViewMixin, LinearProjectionMixin, TransformerMixin, BaseEstimator):
     """CCA-LS (Via et al. 2007): multi-view CCA as coupled least squares.
 
     Solves R~ h = lambda D~ h for the top r eigenpairs (see the module docstring)
