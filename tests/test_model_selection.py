@@ -416,6 +416,16 @@ def test_multiview_tags_and_the_checks_that_apply(name):
 # ------------------------------------------------------------------ the example
 
 
+@pytest.mark.parametrize("module", ["compose", "model_selection", "_multiview"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    mod = importlib.import_module(f"tcca_core.{module}")
+    result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0
+
+
 def test_model_selection_example_runs():
     module = runpy.run_path(str(ROOT / "examples" / "model_selection.py"))
     out = module["main"](verbose=False)

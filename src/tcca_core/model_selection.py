@@ -1,8 +1,8 @@
 """Cross-validation and hyperparameter search over lists of views.
 
 scikit-learn's model-selection tools index one 2-D ``X``; given a list of views
-they fail (``inconsistent numbers of samples: [3, 300]``: they take the list of 3
-views for 3 samples). The functions and classes here are their namesakes for
+they take the list of 3 views for 3 samples (with labels:
+``inconsistent numbers of samples: [3, 300]``). The functions and classes here are their namesakes for
 lists of views, with cca-zoo 4's interface (``cca_zoo.model_selection``): they
 stack the views into one array for scikit-learn, wrap the estimator in
 :class:`tcca_core.compose.MultiViewAdapter` to cut it back, and report

@@ -13,15 +13,15 @@ files directly. The same preparation runs from the command line::
 
     python -m tcca_core.datasets prepare ads --root data --mirror ../shared/data
 
-======================  ==========  ================================  ===========
-name                    samples     views (dims)                      labels
-======================  ==========  ================================  ===========
-``"secstr"``            83,679      3 one-hot (105, 105, 105), CSR    2 classes
-``"secstr-extra"``      1,189,472   3 one-hot (105, 105, 105), CSR    none
-``"ads"``               3,279       3 binary (588, 495, 472), CSR     2 classes
-``"nuswide"``           see docs    3 dense (500, 144, 128)           10 classes
+======================  ==========  =================================  ===========
+name                    samples     views (dims)                       labels
+======================  ==========  =================================  ===========
+``"secstr"``            83,679      3 one-hot (105, 105, 105), CSR     2 classes
+``"secstr-extra"``      1,189,472   3 one-hot (105, 105, 105), CSR     none
+``"ads"``               3,279       3 binary (588, 495, 472), CSR      2 classes
+``"nuswide"``           see docs    3 dense (500, 144, 128)            10 classes
 ``"mfeat"``             2,000       6 dense (76, 216, 64, 240, 47, 6)  10 classes
-======================  ==========  ================================  ===========
+======================  ==========  =================================  ===========
 
 Each module documents its source, checksums and every choice made
 (:mod:`~tcca_core.datasets.secstr`, :mod:`~tcca_core.datasets.ads`,
