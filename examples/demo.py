@@ -1,6 +1,29 @@
 """Demo on synthetic data: TCCA and KTCCA recover a signal shared by three views.
 
-Run: python examples/demo.py
+Run: python examples/demo.py   (about 10 seconds)
+
+How to read the numbers it prints:
+
+- TCCA ``correlations_`` are the paper's high-order canonical correlations
+  rho_k = (1/N) sum_n z_1n z_2n z_3n of the training variates, which TCCA whitens
+  to unit variance (up to ``eps``). With three views this is a third-order
+  co-moment (a co-skewness), not a Pearson correlation: it is not bounded by 1,
+  it is 0 for Gaussian signals, and for a signal seen without noise it equals the
+  signal's skewness. The planted signals here are exponential (skewness about 2),
+  so values near 2 mean TCCA found them.
+- KTCCA ``correlations_`` are the same statistic for variates with unit *sum* of
+  squares over the N training samples (the constraint a^T (K^2 + eps K) a = 1),
+  not unit mean square, so they are smaller by about N^(m/2) (here N^1.5 = 8000
+  for N = 400). Multiplied by N^(m/2) they are on TCCA's scale.
+- ``score(views)`` (used by model selection) is the same high-order correlation
+  with each variate standardized on the samples given: comparable across
+  methods, ``eps`` and kernels. On held-out samples it says how much of the
+  correlation generalizes. For one component concentrated on a single sample it
+  reaches its largest value, (N - 2) / sqrt(N - 1) (about 20 for N = 400): a
+  KTCCA training score near that limit means the components are spikes on a few
+  extreme training samples (a small ``eps`` with a flexible kernel).
+- The angle is the largest principal angle between a view's r variates and the
+  planted signal (0 degrees: the signal's span is recovered exactly).
 """
 
 import time
@@ -11,14 +34,27 @@ from scipy.linalg import subspace_angles
 from tcca_core import KTCCA, TCCA
 
 
+def skewness(s: np.ndarray) -> float:
+    s = s - s.mean()
+    return float(np.mean(s**3) / np.mean(s**2) ** 1.5)
+
+
 def main() -> None:
     rng = np.random.default_rng(0)
     N, r, dims = 3000, 3, (40, 30, 20)
     # A skewed latent signal shared by all views; the third-order moment sees it.
     S = rng.exponential(size=(N, r)) - 1.0
-    views = [S @ rng.standard_normal((r, d)) + 0.5 * rng.standard_normal((N, d))
-             for d in dims]
-    print(f"3 views of {N} samples, dims {dims}, planted rank {r}")
+    views = [
+        S @ rng.standard_normal((r, d)) + 0.5 * rng.standard_normal((N, d))
+        for d in dims
+    ]
+    m = len(views)
+    skew = np.round([skewness(s) for s in S.T], 2)
+    print(f"{m} views of {N} samples, dims {dims}, planted rank {r}")
+    print(f"planted signals: exponential, skewness {skew}")
+    print()
+    print("TCCA: correlations_ = high-order canonical correlations of the whitened")
+    print("variates, (1/N) sum_n z1 z2 z3 (a co-skewness: not bounded by 1)")
     for algorithm in ("dense", "implicit"):
         t = time.perf_counter()
         est = TCCA(r, algorithm=algorithm, random_state=0).fit(views)
@@ -28,17 +64,44 @@ def main() -> None:
             for Z in est.transform(views, per_view=True)
         )
         print(
-            f"TCCA {algorithm:8s}: {dt:6.2f} s, {est.n_iter_:3d} sweeps, "
+            f"  {algorithm:8s}: {dt:5.2f} s, {est.n_iter_:3d} sweeps, "
             f"correlations {np.round(est.correlations_, 3)}, "
             f"worst angle to the planted signal {angle:.1f} deg"
         )
-    sub = slice(0, 400)
-    t = time.perf_counter()
-    kest = KTCCA(r, kernel="l2", random_state=0).fit([v[sub] for v in views])
-    Z = kest.transform([v[sub] for v in views])
+    train, test = slice(0, 2000), slice(2000, N)
+    held = TCCA(r, random_state=0).fit([V[train] for V in views])
     print(
-        f"KTCCA (N=400, L2 kernel): {time.perf_counter() - t:.2f} s, "
-        f"output {Z.shape}, correlations {np.round(kest.correlations_, 4)}"
+        "  fitted on 2000 samples, score on the other 1000 (standardized "
+        f"high-order correlation, mean over components): "
+        f"{held.score([V[test] for V in views]):.3f}"
+    )
+    print()
+
+    n = 400
+    sub = [V[:n] for V in views]
+    new = [V[2000 : 2000 + n] for V in views]
+    print(f"KTCCA on {n} samples, L2 kernel: correlations_ are for variates with")
+    print(f"unit sum of squares, so about N^(m/2) = {n ** (m / 2):.0f} times smaller;")
+    print("score = standardized high-order correlation on the training / new samples")
+    limit = (n - 2) / np.sqrt(n - 1)
+    print(f"(its largest value, one component on one sample: {limit:.1f})")
+    for eps in (1e-2, 10.0):
+        t = time.perf_counter()
+        kest = KTCCA(r, kernel="l2", eps=eps, random_state=0).fit(sub)
+        dt = time.perf_counter() - t
+        rho = ", ".join(f"{v:.2e}" for v in kest.correlations_)
+        scaled = np.round(kest.correlations_ * n ** (m / 2), 2)
+        print(
+            f"  eps={eps:<5g}: {dt:4.2f} s, correlations [{rho}], x N^(m/2) "
+            f"{scaled}, score {kest.score(sub):.2f} (train) {kest.score(new):.2f} (new)"
+        )
+    print(
+        "  At eps=0.01 the training score is at the one-sample limit: each\n"
+        "  component is a spike on a few extreme samples. It still scores high on\n"
+        "  new samples, because all views see the same extreme values: a high-order\n"
+        "  correlation rewards heavy-tailed variates. Whether such components help\n"
+        "  is for the task to say: choose eps by a classifier's accuracy\n"
+        "  (examples/model_selection.py)."
     )
 
 

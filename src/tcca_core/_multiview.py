@@ -206,7 +206,12 @@ class MultiViewMixin:
         depend on the regularization's scale, so it can compare ``eps`` values
         and kernels. Adding weaker components lowers the mean: choose
         ``n_components`` with a downstream score instead (see
-        :mod:`tcca_core.model_selection`).
+        :mod:`tcca_core.model_selection`). With three or more views the
+        high-order correlation rewards heavy-tailed variates: with a flexible
+        kernel and a small ``eps``, KTCCA's components can concentrate on a few
+        extreme samples and still score high on held-out data
+        (``examples/demo.py``); where that matters, select by the downstream
+        task too.
 
         Parameters
         ----------

@@ -2,11 +2,11 @@
 
 scikit-learn's model-selection tools index one 2-D ``X``; given a list of views
 they take the list of 3 views for 3 samples (with labels:
-``inconsistent numbers of samples: [3, 300]``). The functions and classes here are their namesakes for
-lists of views, with cca-zoo 4's interface (``cca_zoo.model_selection``): they
-stack the views into one array for scikit-learn, wrap the estimator in
-:class:`tcca_core.compose.MultiViewAdapter` to cut it back, and report
-everything under the estimator's own parameter names.
+``inconsistent numbers of samples: [3, 300]``). The functions and classes here
+are their namesakes for lists of views, with cca-zoo 4's interface
+(``cca_zoo.model_selection``): they stack the views into one array for
+scikit-learn, wrap the estimator in :class:`tcca_core.compose.MultiViewAdapter`
+to cut it back, and report everything under the estimator's own parameter names.
 
 Which score
 -----------
@@ -23,7 +23,10 @@ weaker components are added, so it cannot choose ``n_components``; choose it, as
 the paper does, by the accuracy of a classifier on the reduced data: a
 :class:`~sklearn.pipeline.Pipeline` of :class:`~tcca_core.compose.ViewSplitter`,
 the estimator and a classifier, tuned by scikit-learn's own ``GridSearchCV`` on
-the concatenated views and the labels (``examples/model_selection.py``).
+the concatenated views and the labels (``examples/model_selection.py``). The
+same route suits KTCCA when its components may be heavy-tailed: a high-order
+correlation rewards variates concentrated on a few extreme samples, on held-out
+data too (``examples/demo.py``).
 
 A ``scoring`` callable is called as ``scoring(estimator, views)`` with the fitted
 multi-view estimator and the held-out views (cca-zoo's convention); a dict of
