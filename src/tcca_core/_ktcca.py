@@ -139,7 +139,7 @@ class KTCCA(HighOrderCorrelationMixin, TransformerMixin, BaseEstimator):
         max_iter: int = 500,
         tol: float = 1e-5,
         init="auto",
-        n_init: int = 1,
+        n_init: int | str = "auto",
         linesearch: bool = True,
         random_state=None,
         algorithm: str = "auto",
