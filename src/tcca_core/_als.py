@@ -64,6 +64,8 @@ class CPResult:
     errors: list[float]
     #: sweeps whose extrapolated factors were kept
     n_jumps: int = 0
+    #: the line search's and the stopping rule's state, to resume the run
+    state: tuple = (2.0, 0, 0)
 
 
 def init_factors(
@@ -235,28 +237,38 @@ def _remaining(errors: Sequence[float], window: int = WINDOW) -> float:
 def cp_als(
     mttkrp: Mttkrp,
     norm_sq: float,
-    init: list[np.ndarray],
+    init: list[np.ndarray] | None = None,
     *,
     max_iter: int,
     tol: float,
     linesearch: bool = True,
     callback: Callable[[int, float], None] | None = None,
+    resume: CPResult | None = None,
 ) -> CPResult:
     """Run ALS from ``init``; see the module docstring for the contract.
 
     Stops when the estimated decrease of the error still to come is below
     ``tol`` times the error (``converged=True``; see :func:`_remaining`) or after
     ``max_iter`` sweeps (``converged=False``); ``tol=0`` runs all sweeps.
+    ``resume`` continues an earlier run (its factors, errors and line-search
+    state; ``max_iter`` then counts its sweeps too), so a run cut into bursts
+    gives the same iterates as one run.
     """
-    factors = [U.copy() for U in init]
+    if resume is not None:
+        factors = list(resume.factors)
+        errors = list(resume.errors)
+        n_iter, n_jumps = resume.n_iter, resume.n_jumps
+        acc_pow, acc_fail, streak = resume.state
+    else:
+        factors = [U.copy() for U in init]
+        errors = []
+        n_iter = n_jumps = streak = 0
+        acc_pow, acc_fail = 2.0, 0  # tensorly's defaults for the extrapolation step
     m = len(factors)
     r = factors[0].shape[1]
     grams = [U.T @ U for U in factors]
-    errors: list[float] = []
     converged = False
-    n_iter = n_jumps = streak = 0
-    acc_pow, acc_fail = 2.0, 0  # tensorly's defaults for the extrapolation step
-    for iteration in range(max_iter):
+    for iteration in range(n_iter, max_iter):
         n_iter = iteration + 1
         before = factors
         factors = list(factors)
@@ -291,7 +303,8 @@ def cp_als(
         if streak >= 2 * WINDOW:
             converged = True
             break
-    return CPResult(np.ones(r), factors, n_iter, converged, errors, n_jumps)
+    state = (acc_pow, acc_fail, streak)
+    return CPResult(np.ones(r), factors, n_iter, converged, errors, n_jumps, state)
 
 
 def convergence_message(name: str, errors: Sequence[float], tol: float) -> str:

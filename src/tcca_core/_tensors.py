@@ -244,6 +244,15 @@ class ImplicitMoment:
         return _gram_mode_grams(self.views)
 
 
+def _argmin_first(values: Sequence[float]) -> int:
+    """Index of the smallest value; a later one must be smaller beyond rounding."""
+    k = 0
+    for i, v in enumerate(values):
+        if v < values[k] * (1 - 1e-9):
+            k = i
+    return k
+
+
 def _gram_block(N: int) -> int:
     """Rows per block of the N x N Gram matrices: 2048 x 2048 doubles = 32 MB."""
     return int(max(1, min(N, 2048)))
@@ -917,7 +926,7 @@ class MomentEngine:
         iterations, convergence flag, the relative reconstruction errors and the
         final error of every start.
         """
-        from ._als import cp_als, init_factors, normalize_cp
+        from ._als import init_factors, normalize_cp
 
         if len(self.dims) == 2 and self.name != "tensorly":
             weights, factors, errors = self._two_view(rank)
@@ -939,31 +948,25 @@ class MomentEngine:
         # factors are followed by randomized HOSVDs
         more = init if isinstance(init, str) and init in ("svd", "random") else "svd"
         starts = [init] + [more] * (max(int(n_init), 1) - 1) + list(extra_starts)
-        best = None
-        start_errors = []
-        for i, start in enumerate(starts):
-            U0 = init_factors(
-                self.mttkrp, self.dims, rank, start, rng, mode_grams=self.mode_grams
+        labels = [
+            st if isinstance(st, str) else "given" if i == 0 else "warm"
+            for i, st in enumerate(starts)
+        ]
+        U0s = [
+            init_factors(
+                self.mttkrp, self.dims, rank, st, rng, mode_grams=self.mode_grams
             )
-            if self.name == "tensorly":
-                fit = self._tensorly(rank, U0, max_iter, tol, linesearch)
-            else:
-                res = cp_als(
-                    self.mttkrp,
-                    self.norm_sq,
-                    U0,
-                    max_iter=max_iter,
-                    tol=tol,
-                    linesearch=linesearch,
-                )
-                fit = (res.weights, res.factors, res.n_iter, res.converged, res.errors)
-            start_errors.append(fit[4][-1] if fit[4] else np.inf)
-            # a later start must be better beyond rounding: ties keep the earlier
-            if best is None or start_errors[-1] < start_errors[best[0]] * (1 - 1e-9):
-                label = (
-                    start if isinstance(start, str) else "given" if i == 0 else "warm"
-                )
-                best = (i, label, fit)
+            for st in starts
+        ]
+        if self.name == "tensorly":  # the reference: every start run in full
+            fits = [self._tensorly(rank, U0, max_iter, tol, linesearch) for U0 in U0s]
+            start_errors = [f[4][-1] if f[4] else np.inf for f in fits]
+            k = _argmin_first(start_errors)
+            best = (k, labels[k], fits[k])
+        else:
+            k, res, start_errors = self._race(U0s, max_iter, tol, linesearch)
+            fit = (res.weights, res.factors, res.n_iter, res.converged, res.errors)
+            best = (k, labels[k], fit)
         _, label, (weights, factors, n_iter, converged, errors) = best
         weights, factors = normalize_cp(weights, factors)
         info = {
@@ -975,6 +978,50 @@ class MomentEngine:
             "start_errors": start_errors,
         }
         return weights, factors, info
+
+    def _race(self, U0s, max_iter: int, tol: float, linesearch: bool):
+        """ALS from every start in ``U0s``, by successive halving.
+
+        All starts run a first burst of ``2 * WINDOW`` sweeps; then the better
+        half (by error) goes on for a burst twice as long, and so on until one is
+        left, which runs to the stopping rule. The runs are resumed, not
+        restarted, so the survivor's iterates are those of a single run from its
+        start. Several starts thus cost about two single fits instead of
+        ``len(U0s)``. Returns the survivor's index and result and, per start, the
+        error at which it left the race (the survivor's final error).
+        """
+        from ._als import WINDOW, cp_als
+
+        def run(U0=None, resume=None, upto=max_iter):
+            return cp_als(
+                self.mttkrp,
+                self.norm_sq,
+                U0,
+                max_iter=upto,
+                tol=tol,
+                linesearch=linesearch,
+                resume=resume,
+            )
+
+        if len(U0s) == 1:
+            res = run(U0s[0])
+            return 0, res, [res.errors[-1] if res.errors else np.inf]
+        burst = 2 * WINDOW
+        pool = {i: run(U0, upto=min(burst, max_iter)) for i, U0 in enumerate(U0s)}
+        start_errors = [np.inf] * len(U0s)
+        while len(pool) > 1:
+            order = sorted(pool, key=lambda i: (pool[i].errors[-1], i))
+            for i in order[(len(order) + 1) // 2 :]:
+                start_errors[i] = pool.pop(i).errors[-1]
+            burst *= 2
+            for i, res in pool.items():
+                if not res.converged and res.n_iter < max_iter:
+                    pool[i] = run(resume=res, upto=min(res.n_iter + burst, max_iter))
+        ((k, res),) = pool.items()
+        if not res.converged and res.n_iter < max_iter:
+            res = run(resume=res)
+        start_errors[k] = res.errors[-1]
+        return k, res, start_errors
 
     def _tensorly(self, rank, U0, max_iter, tol, linesearch):
         import tensorly as tl
