@@ -190,3 +190,29 @@ def test_linesearch_cuts_sweeps_to_the_same_optimum(rng):
     fast = TCCA(3, linesearch=True, **kw).fit(views)
     assert fast.reconstruction_errors_[-1] <= plain.reconstruction_errors_[-1] + 1e-7
     assert fast.n_iter_ < plain.n_iter_
+
+
+def test_als_resumed_in_bursts_equals_one_run(rng):
+    """The race of starts (successive halving) resumes runs: same iterates."""
+    views = _planted(rng, N=500, dims=(6, 5, 4))
+    Y = [_whiten(X, 1e-2) for X in views]
+    N = len(Y[0])
+
+    def mttkrp(factors, p):
+        H = np.ones((N, factors[0].shape[1]))
+        for q, (Yq, U) in enumerate(zip(Y, factors)):
+            if q != p:
+                H *= Yq @ U
+        return Y[p].T @ H / N
+
+    norm_sq = float(np.sum(np.einsum("ni,nj,nk->ijk", *Y) ** 2)) / N**2
+    U0 = [rng.standard_normal((Yp.shape[1], 3)) for Yp in Y]
+    whole = cp_als(mttkrp, norm_sq, U0, max_iter=40, tol=0)
+    part = cp_als(mttkrp, norm_sq, U0, max_iter=10, tol=0)
+    part = cp_als(mttkrp, norm_sq, max_iter=25, tol=0, resume=part)
+    part = cp_als(mttkrp, norm_sq, max_iter=40, tol=0, resume=part)
+    assert part.n_iter == whole.n_iter == 40
+    assert part.n_jumps == whole.n_jumps > 0
+    assert_allclose(part.errors, whole.errors, rtol=1e-12)
+    for a, b in zip(part.factors, whole.factors):
+        assert_allclose(a, b, rtol=1e-10, atol=1e-12)

@@ -212,7 +212,8 @@ class TCCA(
         as fit in a few seconds of ALS (``MomentEngine.auto_n_init``): small
         problems, whose landscapes can have many local minima, get restarts;
         large ones, where the exact HOSVD start is within 0.1 % of the best,
-        run once.
+        run once. The starts race by successive halving (``MomentEngine._race``),
+        so ten starts cost about two fits.
     linesearch : bool, default=True
         Extrapolate the factors after each ALS sweep and keep the jump when it
         lowers the error (Bro's line search; see :mod:`tcca_core._als`). Fewer
