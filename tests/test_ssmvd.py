@@ -14,8 +14,15 @@ from scipy.optimize import minimize
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
-from tcca_core.baselines._dse import DSE, TransductiveError
-from tcca_core.baselines._ssmvd import SSMVD, prox_tree, ssmvd_solve, tree_penalty
+import tcca_core.baselines._ssmvd as ssmvd_module
+from tcca_core.baselines._dse import DSE, TransductiveError, consensus_bases
+from tcca_core.baselines._ssmvd import (
+    SSMVD,
+    polar_factor,
+    prox_tree,
+    ssmvd_solve,
+    tree_penalty,
+)
 
 MODES = ["pca", "spectral"]
 LAMBDAS = [(1e-3, 1e-3), (1e-2, 1e-2), (1e-1, 0.0), (0.0, 1e-1), (0.3, 0.3)]
@@ -262,6 +269,102 @@ def test_max_iter_reached_gives_convergence_warning(rng):
     views = latent_views(rng)
     with pytest.warns(ConvergenceWarning, match="did not converge"):
         SSMVD(3, lambda1=0.1, lambda2=0.1, max_iter=1, random_state=0).fit(views)
+
+
+# ----------------------------------------------- Procrustes step (issue #18)
+def _polar_svd(M):
+    """The previous B-step: thin SVD M = U S V^T, polar factor U V^T."""
+    U, _, Vt = np.linalg.svd(M, full_matrices=False)
+    return U @ Vt
+
+
+def _matrix_with_condition(rng, K, r, cond, scale=1.0):
+    Q1 = np.linalg.qr(rng.standard_normal((K, r)))[0]
+    Q2 = np.linalg.qr(rng.standard_normal((r, r)))[0]
+    return scale * (Q1 * np.logspace(0, -np.log10(cond), r)) @ Q2.T
+
+
+@pytest.mark.parametrize(("K", "r"), [(300, 50), (300, 300), (100, 5), (22, 1)])
+@pytest.mark.parametrize("cond", [1.0, 10.0, 99.0, 1e3, 1e6, 1e12])
+def test_polar_factor_equals_the_svd_route(rng, K, r, cond, monkeypatch):
+    """The Gram route (eigh of the r x r M^T M) gives the SVD's U V^T to 1e-10 on
+    random and on nearly rank-deficient M; from cond(M) = 100 on it is not taken."""
+    svd_calls = []
+    real_svd = np.linalg.svd
+
+    def svd(*args, **kwargs):
+        svd_calls.append(1)
+        return real_svd(*args, **kwargs)
+
+    for scale in (1e-3, 1.0, 1e3):
+        M = _matrix_with_condition(rng, K, r, cond if r > 1 else 1.0, scale)
+        want = _polar_svd(M)
+        monkeypatch.setattr(np.linalg, "svd", svd)
+        got = polar_factor(M)
+        monkeypatch.setattr(np.linalg, "svd", real_svd)
+        assert_allclose(got, want, rtol=0, atol=1e-10)
+        assert_allclose(got.T @ got, np.eye(r), atol=1e-10)
+    gram_route = r == 1 or cond < 100
+    assert (not svd_calls) == gram_route
+
+
+def test_polar_factor_of_rank_deficient_input_is_the_svd_route(rng):
+    """All-zero loading rows make M rank deficient: the polar factor is then not
+    unique and the SVD route is kept, bit for bit."""
+    M = rng.standard_normal((40, 6))
+    M[:, [1, 4]] = 0.0
+    assert_array_equal(polar_factor(M), _polar_svd(M))
+    M = rng.standard_normal((40, 6))
+    M[:, 3] = 1e-9 * M[:, 0]
+    assert_array_equal(polar_factor(M), _polar_svd(M))
+
+
+def test_solver_matches_the_svd_route(rng, monkeypatch):
+    """A whole SSMVD fit with the Gram-route B-step equals the SVD-route one."""
+    views = latent_views(rng, dims=(12, 15, 10))
+    kw = dict(max_iter=200, random_state=0)
+    pairs = [(0.0, 0.0), (1e-3, 1e-2), (1e-2, 1e-1), (0.1, 0.0), (0.3, 0.3), (1.0, 1.0)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        new = SSMVD(5, **kw).fit_transform_grid(views, [2, 5], lambdas=pairs)
+        monkeypatch.setattr(ssmvd_module, "polar_factor", _polar_svd)
+        old = SSMVD(5, **kw).fit_transform_grid(views, [2, 5], lambdas=pairs)
+    for key in old:
+        assert_allclose(new[key], old[key], rtol=0, atol=1e-10)
+
+
+def test_warm_starts_across_the_lambda_grid_leave_the_tolerance(rng):
+    """Why the lambda grid keeps cold starts (each pair from the DSE solution).
+
+    Stated tolerance for a warm start (previous pair's C as the start): every
+    representation within 1e-6 rad (largest principal angle) of the cold-started
+    one. It is not met: the stopping rule (relative objective change <= tol) ends a
+    warm-started run where it starts (2 iterations) several degrees from the cold
+    result; on Ads the angles reach 90 degrees (benchmarks/baseline_speed.py
+    --warm). Warm starts save iterations, but they change results.
+    """
+    r = 4
+    views = latent_views(rng)
+    est = SSMVD(r, random_state=0)
+    views, _, _, pca_components, n_neighbors = est._validate(views, [r])
+    patterns, infos = est._patterns(views, r, pca_components, n_neighbors)
+    ((_, basis),) = consensus_bases(patterns, infos, [r], "pca", full=True)
+    R = basis.reduced()
+    blocks = est._blocks(patterns, r, False)
+    grid = [0.0, 1e-3, 1e-2, 1e-1, 1.0]
+    C, angles, n_cold, n_warm = None, [], 0, 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for lambda1 in grid:
+            for lambda2 in grid:
+                Cc, Wc, hc, _ = ssmvd_solve(R, blocks, r, lambda1, lambda2)
+                C, Ww, hw, _ = ssmvd_solve(R, blocks, r, lambda1, lambda2, C0=C)
+                n_cold, n_warm = n_cold + hc.size, n_warm + hw.size
+                if Wc.any(axis=1).all() and Ww.any(axis=1).all():
+                    angles.append(max_angle(Cc, C))
+    assert n_warm < 0.6 * n_cold  # the saving is real ...
+    assert max(angles) > 1e-6  # ... but the results move beyond the tolerance
+    assert max(angles) > np.radians(1.0)
 
 
 # ------------------------------------------------------------------- the grid
