@@ -308,3 +308,168 @@ def test_singular_with_eps_names_the_scale_not_eps():
     with pytest.raises(ValueError, match=r"and eps = 0; use eps > 0"):
         CCA(2, eps=0.0).fit([X, Y / 1e9])
     CCA(2, eps=0.01).fit([X, Y / 1e9])  # standardized: fine
+
+
+# ------------------------------------------------ KCCA computation (issue #18)
+def _kcca_reference(Kp, Kq, n_components, eps):
+    """kcca_from_kernels as it was before issue #18, verbatim: one eigh per kernel
+    and fit, the N x N roots S = V diag(sqrt(mu / (mu + eps))) V^T and
+    A = V diag(1 / sqrt(mu (mu + eps))) V^T, the full SVD of S_p S_q, svd_flip."""
+    from sklearn.utils.extmath import svd_flip
+
+    roots = []
+    for K in (Kp, Kq):
+        mu, V = np.linalg.eigh((K + K.T) / 2)
+        mu = np.clip(mu, 0.0, None)
+        tol = mu.max(initial=0.0) * K.shape[0] * np.finfo(float).eps
+        mu[mu <= tol] = 0.0
+        s = np.sqrt(np.divide(mu, mu + eps, out=np.zeros_like(mu), where=mu > 0))
+        w = np.divide(
+            1.0, np.sqrt(mu * (mu + eps)), out=np.zeros_like(mu), where=mu > 0
+        )
+        roots.append(((V * s) @ V.T, (V * w) @ V.T, int(np.count_nonzero(mu))))
+    (Sp, Ap, rp), (Sq, Aq, rq) = roots
+    r_max = min(rp, rq)
+    r = r_max if n_components is None else n_components
+    U, sig, Vt = np.linalg.svd(Sp @ Sq, full_matrices=True)
+    U, Vt = svd_flip(U, Vt)
+    U, Vq = U[:, :r], Vt[:r].T
+    return {
+        "dual_coef": [Ap @ U, Aq @ Vq],
+        "train_variates": [Sp @ U, Sq @ Vq],
+        "correlations": sig[:r],
+        "r_max": r_max,
+    }
+
+
+def _centered_kernels(n=80, seed=0, m=3):
+    from tcca_core.kernels import ViewKernel, center_kernel
+
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal((n, 2))
+    views = [
+        np.tanh(z @ rng.standard_normal((2, d))) + 0.3 * rng.standard_normal((n, d))
+        for d in (5, 7, 4)[:m]
+    ]
+    return [center_kernel(ViewKernel("l2").fit(X))[0] for X in views]
+
+
+def _assert_same_kcca(got, want, r_check):
+    assert got["r_max"] == want["r_max"]
+    assert_allclose(got["correlations"], want["correlations"], rtol=0, atol=1e-8)
+    for key in ("dual_coef", "train_variates"):
+        for a, b in zip(got[key], want[key]):
+            assert a.shape == b.shape
+            scale = max(1.0, np.abs(b[:, :r_check]).max())
+            assert_allclose(a[:, :r_check], b[:, :r_check], rtol=0, atol=1e-8 * scale)
+
+
+@pytest.mark.parametrize("eps", [1e-2, 0.1, 1.0, 10.0])
+@pytest.mark.parametrize("n_components", [None, 3, 12, 50])
+def test_kcca_equals_the_previous_formula(eps, n_components, monkeypatch):
+    """The eigenbasis route (and the top-r route for r <= r_max / 2) gives the old
+    formula's dual coefficients, variates and correlations to 1e-8 (relative to the
+    largest entry), on kernels whose correlations are distinct."""
+    from tcca_core.baselines import _cca
+
+    routes = []
+    real_top = _cca._top_singular
+
+    def top(M, r):
+        out = real_top(M, r)
+        routes.append(out is not None)
+        return out
+
+    monkeypatch.setattr(_cca, "_top_singular", top)
+    Kp, Kq, _ = _centered_kernels()
+    want = _kcca_reference(Kp, Kq, n_components, eps)
+    r = want["r_max"] if n_components is None else n_components
+    # Precondition: distinct correlations, so the singular vectors are determined.
+    assert np.min(-np.diff(want["correlations"][: min(r, 40)])) > 1e-7
+    got = _cca.kcca_from_kernels(Kp, Kq, n_components, eps=eps)
+    _assert_same_kcca(got, want, min(r, 40))
+    assert routes == ([] if n_components in (None, 50) else [True])
+
+
+def test_kcca_top_route_falls_back_to_the_svd(monkeypatch):
+    """sigma_r too small next to sigma_1 for the Gram route: the SVD is used."""
+    from tcca_core.baselines import _cca
+
+    Kp, Kq, _ = _centered_kernels(seed=1)
+    svd_calls = []
+    real_svd = _cca._svd
+
+    def svd(*args, **kwargs):
+        svd_calls.append(1)
+        return real_svd(*args, **kwargs)
+
+    monkeypatch.setattr(_cca, "_svd", svd)
+    monkeypatch.setattr(_cca, "_TOP_R_MIN_RATIO", 0.999)
+    got = _cca.kcca_from_kernels(Kp, Kq, 5, eps=0.1)
+    assert svd_calls
+    _assert_same_kcca(got, _kcca_reference(Kp, Kq, 5, 0.1), 5)
+
+
+def test_kcca_eigendecomposes_each_kernel_once(monkeypatch):
+    """Three views, their three pairs and three eps values: three eigh calls (one
+    per kernel) instead of eighteen, and the same numbers as without the cache."""
+    from tcca_core.baselines import _cca
+
+    Ks = _centered_kernels(n=60, seed=2)
+    pairs, grid = view_pairs(3), (1e-2, 0.1, 1.0)
+
+    def fit_all():
+        return {
+            (p, q, e): KCCA(None, eps=e, kernel="precomputed").fit([Ks[p], Ks[q]])
+            for p, q in pairs
+            for e in grid
+        }
+
+    _cca.clear_kernel_eigen_cache()
+    eigh_calls = []
+    real_eigh = np.linalg.eigh
+
+    def eigh(*args, **kwargs):
+        eigh_calls.append(args[0].shape)
+        return real_eigh(*args, **kwargs)
+
+    monkeypatch.setattr(np.linalg, "eigh", eigh)
+    cached = fit_all()
+    assert len(eigh_calls) == 3
+    uncached = {}
+    for key in cached:
+        _cca.clear_kernel_eigen_cache()
+        p, q, e = key
+        uncached[key] = KCCA(None, eps=e, kernel="precomputed").fit([Ks[p], Ks[q]])
+    for key, est in cached.items():
+        for a, b in zip(est.dual_coef_, uncached[key].dual_coef_):
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(est.correlations_, uncached[key].correlations_)
+        want = _kcca_reference(Ks[key[0]], Ks[key[1]], None, key[2])
+        for a, b in zip(est.train_variates_, want["train_variates"]):
+            r = 20
+            assert_allclose(a[:, :r] / np.sqrt(60), b[:, :r], rtol=0, atol=1e-8)
+
+
+def test_kernel_eigen_cache_is_keyed_by_content_bounded_and_read_only(monkeypatch):
+    from tcca_core.baselines import _cca
+
+    Ks = _centered_kernels(n=40, seed=3)
+    _cca.clear_kernel_eigen_cache()
+    a = _cca.kernel_eigen(Ks[0])
+    assert _cca.kernel_eigen(Ks[0].copy()) is a  # same content, same entry
+    assert not a.V.flags.writeable and not a.mu.flags.writeable
+    K = Ks[0].copy()
+    K[0, 1] = K[1, 0] = K[0, 1] + 1e-12  # any change of content: a new entry
+    assert _cca.kernel_eigen(K) is not a
+    assert _cca.kernel_eigen(Ks[0], cache=False) is not a
+    # Bounded: room for two entries only, least recently used dropped first.
+    monkeypatch.setattr(_cca, "KERNEL_EIGEN_CACHE_BYTES", 2 * a.nbytes)
+    _cca.clear_kernel_eigen_cache()
+    e0, e1 = _cca.kernel_eigen(Ks[0]), _cca.kernel_eigen(Ks[1])
+    assert _cca.kernel_eigen(Ks[0]) is e0  # e0 now most recently used
+    _cca.kernel_eigen(Ks[2])
+    assert len(_cca._eigen_cache) == 2
+    assert _cca.kernel_eigen(Ks[0]) is e0
+    assert _cca.kernel_eigen(Ks[1]) is not e1  # e1 was evicted
+    _cca.clear_kernel_eigen_cache()
