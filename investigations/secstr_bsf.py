@@ -23,6 +23,7 @@ from _common import load, parse_args, run, write
 
 from tcca_core import protocol
 from tcca_core.learners import RLS, one_vs_rest_targets
+from tcca_core.protocol import learners as protocol_learners
 from tcca_core.reporting import format_pm
 
 N_DRAWS = 30  # random draws of 100 labeled rows for (b): seeds 0..29
@@ -60,12 +61,12 @@ class RLSNoBias(_RLSVariant):
 @contextmanager
 def learner(cls):
     """The protocol's RLS replaced by ``cls`` (only inside the block)."""
-    old = protocol.RLS
-    protocol.RLS = cls
+    old = protocol_learners.RLS
+    protocol_learners.RLS = cls
     try:
         yield
     finally:
-        protocol.RLS = old
+        protocol_learners.RLS = old
 
 
 def per_draw(df: pd.DataFrame, view=None) -> pd.DataFrame:

@@ -14,7 +14,7 @@ what is built from the per-view variates Z_p (first r columns each):
 - corr-scaled: [Z_1 D ... Z_k D], D = diag of the canonical correlations (CCA-LS:
   its beta, the mean pairwise correlation, clipped at 0).
 
-It does so by wrapping tcca_core.protocol._transform, the one place where the
+It does so by wrapping tcca_core.protocol.runners._transform, the one place where the
 nested linear runners (CCA (BST), CCA (AVG), CCA-LS) get the per-view variates.
 """
 
@@ -25,6 +25,7 @@ import pandas as pd
 from _common import load, parse_args, write
 
 from tcca_core import protocol
+from tcca_core.protocol import runners
 from tcca_core.reporting import format_pm
 
 R_GRID = [5, 10, 20, 40]
@@ -60,7 +61,7 @@ VARIANTS = {
 DIM = {(False, "cca_bst"): "2r", (False, "cca_avg"): "2r", (False, "cca_ls"): "3r"}
 DIM |= {(True, m): "r" for m in METHODS}
 
-_ORIGINAL_TRANSFORM = protocol._transform
+_ORIGINAL_TRANSFORM = runners._transform
 
 
 def _patched(combine):
@@ -99,7 +100,7 @@ def report(rows):
 rows = []
 try:
     for variant, combine in VARIANTS.items():
-        protocol._transform = _patched(combine)
+        runners._transform = _patched(combine)
         for method in METHODS:
             t0 = time.perf_counter()
             df = pd.concat(
@@ -135,4 +136,4 @@ try:
             print(f"  {variant} / {method}: {time.perf_counter() - t0:.0f} s")
             report(rows)  # after every cell, so that a long run leaves its rows
 finally:
-    protocol._transform = _ORIGINAL_TRANSFORM
+    runners._transform = _ORIGINAL_TRANSFORM

@@ -551,3 +551,43 @@ def test_cache_recognizes_sparse_views_and_fit_views(data, fit_calls):
         sparse, y, splits[1], "tcca", cache=cache, **{**kw, "fit_views": changed}
     )
     assert len(calls) == 2 * first
+
+
+# ------------------------------------------------------------ learners and their grids
+
+
+def test_each_learner_is_evaluated_over_its_own_grid(data):
+    """RLS takes a gamma grid as kNN takes its k grid; validation picks among them."""
+    views, y, splits = data
+    s = splits[0]
+    kw = {"r_grid": [3], "params": {"eps": 0.1}}
+    base = run_method(views, y, s, "cca_ls", **kw)
+    assert base["gamma"].tolist() == [1e-2] and base["k"].isna().all()
+    grid = run_method(views, y, s, "cca_ls", gamma=[1e-2, 10.0], **kw)
+    assert grid["gamma"].tolist() == [1e-2, 10.0]
+    same = [c for c in RESULT_COLUMNS if c not in ("fit_s", "peak_mb")]
+    pd.testing.assert_frame_equal(grid[same].iloc[[0]], base[same])
+    Z = CCALS(3, eps=0.1).fit_transform(views)
+    pred = RLS(10.0).fit(Z[s.labeled], y[s.labeled]).predict(Z)
+    assert grid["val_acc"].iloc[1] == np.mean(pred[s.validation] == y[s.validation])
+    assert grid["test_acc"].iloc[1] == np.mean(pred[s.test] == y[s.test])
+    # learner_grid is the same for any learner: kNN on k in {1, 3} are those rows of
+    # the default 1..10 run
+    full = run_method(views, y, s, "cca_ls", learner="knn", **kw)
+    some = run_method(views, y, s, "cca_ls", learner="knn", learner_grid=[1, 3], **kw)
+    assert some["k"].tolist() == [1, 3] and some["gamma"].isna().all()
+    picked = full[full["k"].isin([1, 3])].reset_index(drop=True)
+    pd.testing.assert_frame_equal(some[same], picked[same])
+    with pytest.raises(ValueError, match="learner must be one of 'rls', 'knn'"):
+        run_method(views, y, s, "cat", learner="svm")
+
+
+def test_select_prefers_the_larger_gamma_on_a_tie():
+    res = _results(
+        [
+            {"split": 0, "r": 2, "gamma": 1e-2, "val_acc": 0.5, "test_acc": 0.1},
+            {"split": 0, "r": 2, "gamma": 1.0, "val_acc": 0.5, "test_acc": 0.2},
+            {"split": 0, "r": 2, "gamma": 1e2, "val_acc": 0.4, "test_acc": 0.9},
+        ]
+    )
+    assert select_per_split(res)["gamma"].tolist() == [1.0]

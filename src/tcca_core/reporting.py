@@ -38,6 +38,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .paper import NOT_ATTEMPTED, PAPER_MACHINE, PAPER_TABLES
+from .protocol.selection import accuracy_by_r, select, select_per_split
+from .registry import METHODS
+
 __all__ = [
     "METHOD_LABELS",
     "PAPER_MACHINE",
@@ -69,171 +73,52 @@ __all__ = [
 
 # ------------------------------------------------------------------------ methods
 
-#: Display names, in the paper's row order (linear methods, then kernel methods).
-METHOD_LABELS: dict[str, str] = {
-    "bsf": "BSF",
-    "cat": "CAT",
-    "cca_bst": "CCA (BST)",
-    "cca_avg": "CCA (AVG)",
-    "cca_ls": "CCA-LS",
-    "dse": "DSE",
-    "ssmvd": "SSMVD",
-    "tcca": "TCCA",
-    "tcca_nc": "TCCA (uncentered)",
-    "bsk": "BSK",
-    "avg": "AVG",
-    "kcca_bst": "KCCA (BST)",
-    "kcca_avg": "KCCA (AVG)",
-    "ktcca": "KTCCA",
-}
 
-_ORDER = {m: i for i, m in enumerate(METHOD_LABELS)}
+class _Labels(Mapping):
+    """Method key -> the paper's name, in the paper's row order (read-only).
+
+    A live view of :data:`tcca_core.registry.METHODS`: a method registered later is
+    in it too.
+    """
+
+    def __getitem__(self, method: str) -> str:
+        return METHODS[method].label
+
+    def __iter__(self):
+        return iter(METHODS)
+
+    def __len__(self) -> int:
+        return len(METHODS)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+#: Display names, in the paper's row order (linear methods, then kernel methods).
+METHOD_LABELS: Mapping[str, str] = _Labels()
+
+
+def _rank(method: str) -> int:
+    """Position of a method in the row order (unknown methods last)."""
+    for i, name in enumerate(METHODS):
+        if name == method:
+            return i
+    return len(METHODS)
 
 
 def method_label(method: str) -> str:
     """The paper's name of a method (``"cca_bst"`` -> ``"CCA (BST)"``)."""
-    return METHOD_LABELS.get(method, method)
+    spec = METHODS.get(method)
+    return method if spec is None else spec.label
 
 
 def _ordered(methods) -> list[str]:
-    return sorted(set(methods), key=lambda m: (_ORDER.get(m, len(_ORDER)), m))
+    return sorted(set(methods), key=lambda m: (_rank(m), m))
 
 
 # ------------------------------------------------------------------ paper numbers
 
-#: The paper's machine for its cost figures (section 5.3).
-PAPER_MACHINE = (
-    "MATLAB R2012b, 2 x 3.33 GHz Intel Xeon (6 cores), 48 GB RAM; memory in megabits"
-)
-
-_NOT_ATTEMPTED = "not attempted"
-
-
-def _cells(text: str) -> dict[str, tuple[float, float] | str]:
-    out: dict[str, tuple[float, float] | str] = {}
-    for line in text.strip().splitlines():
-        method, value = (s.strip() for s in line.split(":"))
-        if value == _NOT_ATTEMPTED:
-            out[method] = _NOT_ATTEMPTED
-        else:
-            mean, std = value.split("+-")
-            out[method] = (float(mean), float(std))
-    return out
-
-
-#: The paper's tables (accuracy in %, mean and std over 5 splits), transcribed from
-#: Luo et al. (2015), Tables 1-4, as in shared/docs/baselines.md section 10. Keys:
-#: table -> column -> method -> (mean, std), or "not attempted". In the SecStr table
-#: BSF and CAT span both columns (one number for 84K and 1.3M).
-PAPER_TABLES: dict[str, dict[str, dict[str, tuple[float, float] | str]]] = {
-    "secstr": {
-        "84K": _cells(
-            """
-            bsf: 57.48 +- 1.90
-            cat: 57.77 +- 2.03
-            cca_bst: 58.78 +- 2.97
-            cca_avg: 60.75 +- 1.92
-            cca_ls: 60.23 +- 1.70
-            dse: 60.15 +- 0.81
-            ssmvd: 61.08 +- 1.58
-            tcca: 62.36 +- 1.27
-            """
-        ),
-        "1.3M": _cells(
-            """
-            bsf: 57.48 +- 1.90
-            cat: 57.77 +- 2.03
-            cca_bst: 59.97 +- 2.46
-            cca_avg: 61.15 +- 1.73
-            cca_ls: 61.32 +- 1.65
-            dse: not attempted
-            ssmvd: not attempted
-            tcca: 64.42 +- 1.70
-            """
-        ),
-    },
-    "ads": {
-        "100": _cells(
-            """
-            bsf: 91.10 +- 1.65
-            cat: 91.08 +- 1.74
-            cca_bst: 92.88 +- 1.11
-            cca_avg: 93.84 +- 0.85
-            cca_ls: 93.17 +- 1.10
-            dse: 93.01 +- 0.96
-            ssmvd: 92.99 +- 0.91
-            tcca: 94.59 +- 0.27
-            """
-        ),
-    },
-    "nuswide_linear": {
-        "4": _cells(
-            """
-            bsf: 17.42 +- 1.37
-            cat: 19.01 +- 1.86
-            cca_bst: 20.77 +- 1.52
-            cca_avg: 21.21 +- 1.47
-            cca_ls: 20.90 +- 1.84
-            dse: 20.02 +- 1.23
-            ssmvd: 21.34 +- 2.08
-            tcca: 22.40 +- 1.96
-            """
-        ),
-        "6": _cells(
-            """
-            bsf: 18.37 +- 1.21
-            cat: 19.07 +- 2.23
-            cca_bst: 21.51 +- 2.38
-            cca_avg: 21.57 +- 2.04
-            cca_ls: 22.31 +- 2.53
-            dse: 21.59 +- 1.13
-            ssmvd: 23.32 +- 1.08
-            tcca: 23.86 +- 1.41
-            """
-        ),
-        "8": _cells(
-            """
-            bsf: 19.96 +- 1.19
-            cat: 20.70 +- 1.44
-            cca_bst: 22.61 +- 1.76
-            cca_avg: 22.61 +- 1.21
-            cca_ls: 23.50 +- 2.48
-            dse: 22.67 +- 0.74
-            ssmvd: 23.79 +- 1.30
-            tcca: 24.11 +- 0.32
-            """
-        ),
-    },
-    "nuswide_kernel": {
-        "4": _cells(
-            """
-            bsk: 17.96 +- 1.29
-            avg: 20.49 +- 1.65
-            kcca_bst: 21.51 +- 2.44
-            kcca_avg: 21.85 +- 1.38
-            ktcca: 24.51 +- 0.78
-            """
-        ),
-        "6": _cells(
-            """
-            bsk: 19.17 +- 2.01
-            avg: 21.73 +- 2.74
-            kcca_bst: 22.58 +- 1.91
-            kcca_avg: 23.13 +- 1.77
-            ktcca: 25.18 +- 0.58
-            """
-        ),
-        "8": _cells(
-            """
-            bsk: 20.04 +- 1.66
-            avg: 22.86 +- 1.87
-            kcca_bst: 23.78 +- 1.57
-            kcca_avg: 24.28 +- 1.04
-            ktcca: 25.74 +- 0.90
-            """
-        ),
-    },
-}
+_NOT_ATTEMPTED = NOT_ATTEMPTED
 
 
 def _paper_cell(paper: str | None, column: str | None, method: str):
@@ -292,8 +177,6 @@ def accuracy_curves(runs: pd.DataFrame) -> pd.DataFrame:
     BSK, AVG) get one row with ``r = 0``. Columns: setting, method, r, mean, std,
     n_splits.
     """
-    from .protocol import accuracy_by_r
-
     curve = accuracy_by_r(_with_setting(runs), by=_BY)
     return pd.DataFrame(
         {
@@ -317,8 +200,6 @@ def accuracy_cells(runs: pd.DataFrame, reading: str = "val") -> pd.DataFrame:
     """
     if reading not in READINGS:
         raise ValueError(f"reading must be one of {sorted(READINGS)}, got {reading!r}")
-    from .protocol import select
-
     sel = select(_with_setting(runs), by=_BY)
     if reading == "val":
         mean, std = sel["acc_val_mean"], sel["acc_val_std"]
@@ -589,7 +470,7 @@ def cost_by_r(runs: pd.DataFrame) -> pd.DataFrame:
             "n_splits": n,
         }
     ).reset_index()
-    out["order"] = out["method"].map(lambda m: _ORDER.get(m, len(_ORDER)))
+    out["order"] = out["method"].map(_rank)
     return (
         out.sort_values(["setting", "order", "r"])
         .drop(columns="order")
@@ -603,8 +484,6 @@ def cost_at_selected(runs: pd.DataFrame) -> pd.DataFrame:
     Columns: setting, method, r (the selected r of each split), fit_s, fit_s_std,
     peak_mb, peak_mb_std (mean and std over splits).
     """
-    from .protocol import select_per_split
-
     sel = select_per_split(_with_setting(runs), by=_BY)
     out = []
     for (setting, method), g in sel.groupby(["setting", "method"], sort=True):
@@ -669,7 +548,7 @@ def cost_table(
         df = df.merge(jobs, on=["setting", "method"], how="left")
     df = df[df["setting"].isin(labels)]
     df["order_s"] = df["setting"].map(list(labels).index)
-    df["order_m"] = df["method"].map(lambda m: _ORDER.get(m, len(_ORDER)))
+    df["order_m"] = df["method"].map(_rank)
     df = df.sort_values(["order_s", "order_m"])
     table = pd.DataFrame(
         {
@@ -702,30 +581,13 @@ def cost_table(
 
 # ------------------------------------------------------------------------ figures
 
-# One colour and marker per method, the same in every figure; a kernel method looks
-# like its linear counterpart; the baselines without r are dashed grey/black lines.
-_STYLE = {
-    "bsf": ("0.55", ""),
-    "cat": ("0.1", ""),
-    "cca_bst": ("C0", "o"),
-    "cca_avg": ("C1", "s"),
-    "cca_ls": ("C2", "^"),
-    "dse": ("C4", "v"),
-    "ssmvd": ("C5", "D"),
-    "tcca": ("C3", "*"),
-    "tcca_nc": ("C6", "P"),
-    "bsk": ("0.55", ""),
-    "avg": ("0.1", ""),
-    "kcca_bst": ("C0", "o"),
-    "kcca_avg": ("C1", "s"),
-    "ktcca": ("C3", "*"),
-}
 _MAX_COLS = 3
 
 
 def _draw(ax, method: str, g: pd.DataFrame, value: str, band: str | None = None):
     """One method's line against r, or a dashed level for a method without r."""
-    color, marker = _STYLE.get(method, ("C9", "x"))
+    spec = METHODS.get(method)
+    color, marker = ("C9", "x") if spec is None else spec.style
     label = method_label(method)
     if (g["r"] > 0).any():
         g = g[g["r"] > 0].sort_values("r")

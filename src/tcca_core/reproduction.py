@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from .registry import methods_where
 from .reporting import READINGS, format_pm, method_label
 
 __all__ = [
@@ -59,10 +60,11 @@ TABLE_ORDER = (
 )
 #: How many of the paper's standard deviations count as "reproduced".
 N_STD = 2.0
-#: The linear and kernel multi-view reduction methods.
-_DR_LINEAR = ("cca_bst", "cca_avg", "cca_ls", "dse", "ssmvd", "tcca")
-_DR_KERNEL = ("kcca_bst", "kcca_avg", "ktcca")
-_CCA_FAMILY = ("cca_bst", "cca_avg", "cca_ls")
+#: The paper's linear and kernel multi-view reduction methods (the registry's methods
+#: of the paper that have a dimension r), and its CCA-based linear baselines.
+_DR_LINEAR = methods_where(paper=True, family="linear", has_r=True)
+_DR_KERNEL = methods_where(paper=True, family="kernel", has_r=True)
+_CCA_FAMILY = methods_where(paper=True, family="linear", group="cca")
 
 
 # ------------------------------------------------------------------ summary access

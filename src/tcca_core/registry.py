@@ -1,0 +1,456 @@
+"""The registry: every method and learner of the protocol, as plain facts.
+
+One entry per method holds everything the rest of the project needs to know about it
+without running it: its key, the paper's label, its family, its validation grid and
+the other options a configuration may give it, what bounds its dimension r, and the
+dotted name of the function that runs it. The protocol
+(:func:`tcca_core.protocol.run_method`), the pipeline's configuration checks
+(:mod:`tcca_core.pipeline.config`, ``workflow/rules/common.smk`` and the schema's
+method names), the tables (:mod:`tcca_core.reporting`) and REPRODUCTION.md
+(:mod:`tcca_core.reproduction`) all read this module; none keeps a copy.
+
+Standard library only: the configuration is checked in every Snakemake process, and
+importing this module costs nothing. The runners themselves live in
+:mod:`tcca_core.protocol.runners` and are imported only when a method runs.
+
+Adding a method is a runner (a function ``runner(run, points)``, see
+:mod:`tcca_core.protocol.runners`) plus one :func:`register` call (or one entry in
+:data:`METHODS` below); nothing else in the library or the pipeline changes.
+docs/architecture.md shows where each kind of change goes.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "EPS_GRID_KERNEL",
+    "EPS_GRID_LINEAR",
+    "GAMMA",
+    "K_MAX",
+    "LAMBDA_GRID",
+    "LEARNERS",
+    "METHODS",
+    "R_GRID_PAPER",
+    "LearnerSpec",
+    "MethodSpec",
+    "method_names",
+    "methods_where",
+    "register",
+    "resolve",
+]
+
+# ---------------------------------------------------------------- grids and defaults
+
+#: r grid of the paper's SecStr figure: 5, 10, ..., 100, 110, ..., 200, 220, ..., 300.
+R_GRID_PAPER: list[int] = (
+    list(range(5, 101, 5)) + list(range(110, 201, 10)) + list(range(220, 301, 20))
+)
+#: eps of CCA, CCA-LS and TCCA on NUS-WIDE: 1e-5, ..., 1e4 (SecStr and Ads: 1e-2).
+EPS_GRID_LINEAR: tuple[float, ...] = tuple(10.0**i for i in range(-5, 5))
+#: eps of KCCA and KTCCA: 1e-7, ..., 1e2.
+EPS_GRID_KERNEL: tuple[float, ...] = tuple(10.0**i for i in range(-7, 3))
+#: lambda_1 and lambda_2 of SSMVD (baselines.md section 7, our decision).
+LAMBDA_GRID: tuple[float, ...] = (0.0, 1e-3, 1e-2, 1e-1, 1.0)
+#: kNN's k is chosen in 1..K_MAX on validation.
+K_MAX = 10
+#: RLS's gamma (Foster et al. 2008).
+GAMMA = 1e-2
+
+
+def resolve(dotted: str) -> Any:
+    """The object named ``"package.module:attribute"`` (imported on first use)."""
+    module, _, attr = dotted.partition(":")
+    if not module or not attr:
+        raise ValueError(f"expected 'package.module:attribute', got {dotted!r}")
+    return getattr(importlib.import_module(module), attr)
+
+
+# ------------------------------------------------------------------------- methods
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One method of the registry.
+
+    Attributes
+    ----------
+    name : str
+        Registry key, e.g. ``"cca_bst"`` (also the configuration's method name and
+        the file names of its fit jobs).
+    label : str
+        The paper's name, e.g. ``"CCA (BST)"`` (table rows, figures, reports).
+    family : {"linear", "kernel"}
+        Which of the paper's tables the method belongs to.
+    grid : dict
+        Default grid: parameter name -> tuple of candidate values, all chosen on
+        validation (with r, the view/pair and the learner's own parameter).
+        ``params`` of :func:`tcca_core.protocol.run_method` overrides entries
+        (SecStr/Ads: ``{"eps": 1e-2}``).
+    extra : tuple of str
+        Further keyword arguments of the estimator that ``params`` may set.
+    has_r : bool
+        Whether the method has a dimension r.
+    nested : bool
+        Whether the solution for r is the first r columns of the one for r_max (one
+        fit per grid point serves every r; ``fit_shared`` is then True).
+    transductive : bool
+        No out-of-sample map: the method embeds every row it is evaluated on. Such a
+        method also takes the option ``subset`` (fit on a random subset of the
+        evaluation rows, the paper's 10K-of-84K SecStr setting).
+    uses_kernels : bool
+        Whether it works on the views' kernel matrices (the setting's ``kernel``).
+    accepts_fit_views : bool
+        Whether extra unlabeled data (``fit_views``) can enter its statistics.
+    per : str or None
+        ``"view"`` or ``"pair"`` when that is a validation-selected parameter.
+    paper : bool
+        Whether it is one of the paper's methods (False: a variant of ours, shown
+        beside them, e.g. TCCA on the uncentered views; the paper's claims are not
+        checked on it).
+    group : str or None
+        A family within the family: ``"cca"`` for the CCA-based baselines, whose
+        behaviour the paper's claims describe together.
+    style : (str, str)
+        Colour and marker of its line in the figures (a kernel method looks like its
+        linear counterpart; a method without r is drawn as a dashed level).
+    runner : str
+        ``"package.module:function"`` of the runner, ``runner(run, points)``
+        (:mod:`tcca_core.protocol.runners`); imported when the method first runs.
+    """
+
+    name: str
+    label: str
+    family: str
+    grid: Mapping[str, tuple] = field(default_factory=dict)
+    extra: tuple[str, ...] = ()
+    has_r: bool = True
+    nested: bool = False
+    transductive: bool = False
+    uses_kernels: bool = False
+    accepts_fit_views: bool = False
+    per: str | None = None
+    paper: bool = True
+    group: str | None = None
+    style: tuple[str, str] = ("C9", "x")
+    runner: str = field(default="", kw_only=True, compare=False)
+
+    def __post_init__(self) -> None:
+        """Check the entry (a malformed registration fails at import, not in a job)."""
+        if not self.name.replace("_", "").isalnum() or not self.name[0].isalpha():
+            raise ValueError(
+                f"method name {self.name!r}: letters, digits and '_', starting with "
+                "a letter (it is used in file names and the configuration)"
+            )
+        if self.family not in ("linear", "kernel"):
+            raise ValueError(
+                f"method {self.name!r}: family must be 'linear' or 'kernel', "
+                f"got {self.family!r}"
+            )
+        if self.per not in (None, "view", "pair"):
+            raise ValueError(f"method {self.name!r}: per must be None, view or pair")
+        if ":" not in self.runner:
+            raise ValueError(
+                f"method {self.name!r}: runner must name 'package.module:function', "
+                f"got {self.runner!r}"
+            )
+        both = set(self.grid) & set(self.extra)
+        if both:
+            raise ValueError(
+                f"method {self.name!r}: {sorted(both)} both in grid and extra"
+            )
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """What a configuration may give this method: grid, extra and ``subset``."""
+        return (
+            *self.grid,
+            *self.extra,
+            *(("subset",) if self.transductive else ()),
+        )
+
+    @property
+    def r_bound(self) -> str | None:
+        """What bounds r: ``None`` (no r), ``"rows"`` or ``"views"``.
+
+        ``"rows"``: the number of rows the method is fitted on (kernel and
+        transductive methods). ``"views"``: that and prod(d) / max(d) of the view
+        dimensions (TCCA's CP-rank bound, which is at least the min(d_i, d_j) of the
+        CCA variants).
+        """
+        if not self.has_r:
+            return None
+        return "rows" if self.uses_kernels or self.transductive else "views"
+
+    def load_runner(self) -> Callable:
+        """The runner function (imports its module)."""
+        return resolve(self.runner)
+
+
+_RUNNERS = "tcca_core.protocol.runners"
+_LIN, _KER = "linear", "kernel"
+
+#: Every method, in the paper's row order (linear methods, then kernel methods).
+METHODS: dict[str, MethodSpec] = {}
+
+
+def register(spec: MethodSpec, *, replace: bool = False) -> MethodSpec:
+    """Add a method to :data:`METHODS` (at the end of the row order).
+
+    Registering an existing name is an error unless ``replace`` (which keeps the
+    method's place in the row order).
+    """
+    if not isinstance(spec, MethodSpec):
+        raise TypeError(f"expected a MethodSpec, got {type(spec).__name__}")
+    if spec.name in METHODS and not replace:
+        raise ValueError(f"method {spec.name!r} is already registered")
+    METHODS[spec.name] = spec
+    return spec
+
+
+for _spec in (
+    MethodSpec(
+        "bsf",
+        "BSF",
+        _LIN,
+        extra=("normalize",),
+        has_r=False,
+        per="view",
+        group="single",
+        style=("0.55", ""),
+        runner=f"{_RUNNERS}:run_bsf",
+    ),
+    MethodSpec(
+        "cat",
+        "CAT",
+        _LIN,
+        extra=("normalize",),
+        has_r=False,
+        group="single",
+        style=("0.1", ""),
+        runner=f"{_RUNNERS}:run_cat",
+    ),
+    MethodSpec(
+        "cca_bst",
+        "CCA (BST)",
+        _LIN,
+        {"eps": EPS_GRID_LINEAR},
+        extra=("center",),
+        nested=True,
+        accepts_fit_views=True,
+        per="pair",
+        group="cca",
+        style=("C0", "o"),
+        runner=f"{_RUNNERS}:run_cca_bst",
+    ),
+    MethodSpec(
+        "cca_avg",
+        "CCA (AVG)",
+        _LIN,
+        {"eps": EPS_GRID_LINEAR},
+        extra=("center",),
+        nested=True,
+        accepts_fit_views=True,
+        group="cca",
+        style=("C1", "s"),
+        runner=f"{_RUNNERS}:run_cca_avg",
+    ),
+    MethodSpec(
+        "cca_ls",
+        "CCA-LS",
+        _LIN,
+        {"eps": EPS_GRID_LINEAR},
+        extra=("center",),
+        nested=True,
+        accepts_fit_views=True,
+        group="cca",
+        style=("C2", "^"),
+        runner=f"{_RUNNERS}:run_cca_ls",
+    ),
+    MethodSpec(
+        "dse",
+        "DSE",
+        _LIN,
+        extra=("view_embedding", "n_neighbors", "pca_components"),
+        transductive=True,
+        group="spectral",
+        style=("C4", "v"),
+        runner=f"{_RUNNERS}:run_dse",
+    ),
+    MethodSpec(
+        "ssmvd",
+        "SSMVD",
+        _LIN,
+        {"lambda1": LAMBDA_GRID, "lambda2": LAMBDA_GRID},
+        extra=("view_embedding", "n_neighbors", "pca_components", "max_iter", "tol"),
+        transductive=True,
+        group="spectral",
+        style=("C5", "D"),
+        runner=f"{_RUNNERS}:run_ssmvd",
+    ),
+    MethodSpec(
+        "tcca",
+        "TCCA",
+        _LIN,
+        {"eps": EPS_GRID_LINEAR},
+        extra=("max_iter", "tol", "init", "algorithm", "center"),
+        accepts_fit_views=True,
+        group="tensor",
+        style=("C3", "*"),
+        runner=f"{_RUNNERS}:run_tcca",
+    ),
+    # The paper's formulas on the raw (uncentered) views: an investigation of the
+    # SecStr gap (REPRODUCTION.md), shown beside TCCA, never instead of it.
+    MethodSpec(
+        "tcca_nc",
+        "TCCA (uncentered)",
+        _LIN,
+        {"eps": EPS_GRID_LINEAR, "center": (False,)},
+        extra=("max_iter", "tol", "init", "algorithm"),
+        accepts_fit_views=True,
+        paper=False,
+        group="tensor",
+        style=("C6", "P"),
+        runner=f"{_RUNNERS}:run_tcca",
+    ),
+    MethodSpec(
+        "bsk",
+        "BSK",
+        _KER,
+        has_r=False,
+        uses_kernels=True,
+        per="view",
+        group="single",
+        style=("0.55", ""),
+        runner=f"{_RUNNERS}:run_bsk",
+    ),
+    MethodSpec(
+        "avg",
+        "AVG",
+        _KER,
+        has_r=False,
+        uses_kernels=True,
+        group="single",
+        style=("0.1", ""),
+        runner=f"{_RUNNERS}:run_avg",
+    ),
+    MethodSpec(
+        "kcca_bst",
+        "KCCA (BST)",
+        _KER,
+        {"eps": EPS_GRID_KERNEL},
+        nested=True,
+        uses_kernels=True,
+        per="pair",
+        group="cca",
+        style=("C0", "o"),
+        runner=f"{_RUNNERS}:run_kcca_bst",
+    ),
+    MethodSpec(
+        "kcca_avg",
+        "KCCA (AVG)",
+        _KER,
+        {"eps": EPS_GRID_KERNEL},
+        nested=True,
+        uses_kernels=True,
+        group="cca",
+        style=("C1", "s"),
+        runner=f"{_RUNNERS}:run_kcca_avg",
+    ),
+    MethodSpec(
+        "ktcca",
+        "KTCCA",
+        _KER,
+        {"eps": EPS_GRID_KERNEL},
+        extra=("max_iter", "tol", "init", "algorithm", "jitter", "center"),
+        uses_kernels=True,
+        group="tensor",
+        style=("C3", "*"),
+        runner=f"{_RUNNERS}:run_ktcca",
+    ),
+):
+    register(_spec)
+del _spec
+
+
+def method_names() -> list[str]:
+    """Every registered method's key, in the paper's row order."""
+    return list(METHODS)
+
+
+def methods_where(**facts: Any) -> tuple[str, ...]:
+    """Keys of the methods whose attributes equal ``facts``, in row order.
+
+    E.g. ``methods_where(paper=True, family="linear", has_r=True)``: the paper's
+    linear dimension-reduction methods.
+    """
+    return tuple(
+        name
+        for name, spec in METHODS.items()
+        if all(getattr(spec, k) == v for k, v in facts.items())
+    )
+
+
+# ------------------------------------------------------------------------ learners
+
+
+@dataclass(frozen=True)
+class LearnerSpec:
+    """One base learner: what it is called and the grid it is tuned over.
+
+    Attributes
+    ----------
+    name : str
+        Registry key, the configuration's ``learner``.
+    label : str
+        Display name.
+    param : str
+        The learner's validation-selected parameter, also the column of the
+        protocol's results that records it (``"k"``, ``"gamma"``).
+    grid : tuple
+        Its default candidate values (each one is trained and scored; validation
+        picks among them together with the method's own parameters).
+    prefer : {"smaller", "larger"}
+        The tie-break between equally accurate values (smaller k; larger gamma, the
+        more regularized model).
+    impl : str
+        ``"package.module:Class"`` of the implementation
+        (:mod:`tcca_core.protocol.learners`).
+    """
+
+    name: str
+    label: str
+    param: str
+    grid: tuple
+    prefer: str = "smaller"
+    impl: str = field(default="", kw_only=True, compare=False)
+
+    def load(self) -> Callable:
+        """The implementation class (imports its module)."""
+        return resolve(self.impl)
+
+
+_LEARNERS = "tcca_core.protocol.learners"
+
+#: The base learners of the paper's experiments (5.1).
+LEARNERS: dict[str, LearnerSpec] = {
+    s.name: s
+    for s in (
+        # Regularized least squares, the bias penalized, one-vs-rest.
+        LearnerSpec(
+            "rls", "RLS", "gamma", (GAMMA,), "larger", impl=f"{_LEARNERS}:RLSLearner"
+        ),
+        # k nearest neighbours, every k in 1..K_MAX from one sorted distance matrix.
+        LearnerSpec(
+            "knn",
+            "kNN",
+            "k",
+            tuple(range(1, K_MAX + 1)),
+            "smaller",
+            impl=f"{_LEARNERS}:KNNLearner",
+        ),
+    )
+}

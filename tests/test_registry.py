@@ -1,0 +1,133 @@
+"""The method registry (tcca_core.registry): one home for every fact about a method.
+
+- it loads with the standard library only (the configuration is checked in every
+  Snakemake process);
+- each entry is consistent (its runner exists, its options are grid + extra, its r
+  bound follows from its kind);
+- adding a method is a runner plus one registry entry: a toy method registered here
+  runs through the protocol, the selection and the tables with its own label.
+  (tests/test_workflow.py runs the same toy method through a dry run of the
+  pipeline.)
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tcca_core import registry, reporting
+from tcca_core.protocol import make_splits, run_method
+
+pytestmark = pytest.mark.usefixtures("single_blas_thread")
+
+
+@pytest.mark.parametrize("module", ["tcca_core.registry", "tcca_core.paper"])
+def test_light_modules_need_only_the_standard_library(module):
+    code = (
+        f"import sys; import {module}; "
+        "heavy = {'numpy', 'pandas', 'scipy', 'sklearn', 'tensorly'} & "
+        "set(sys.modules); assert not heavy, heavy"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert res.returncode == 0, res.stderr
+
+
+def test_every_entry_is_consistent():
+    assert list(registry.METHODS)[:3] == ["bsf", "cat", "cca_bst"]  # paper's rows
+    for name, spec in registry.METHODS.items():
+        assert spec.name == name
+        assert callable(spec.load_runner()), name
+        assert spec.options == (
+            *spec.grid,
+            *spec.extra,
+            *(("subset",) if spec.transductive else ()),
+        )
+        if not spec.has_r:
+            assert spec.r_bound is None
+        else:
+            rows = spec.uses_kernels or spec.transductive
+            assert spec.r_bound == ("rows" if rows else "views"), name
+    for name, spec in registry.LEARNERS.items():
+        assert spec.name == name and spec.load().__name__.endswith("Learner")
+    assert registry.R_GRID_PAPER[-1] == 300 and len(registry.R_GRID_PAPER) == 35
+
+
+def test_a_malformed_entry_fails_when_registered():
+    with pytest.raises(ValueError, match="runner must name"):
+        registry.MethodSpec("x", "X", "linear", runner="no_colon")
+    with pytest.raises(ValueError, match="family"):
+        registry.MethodSpec("x", "X", "quadratic", runner="a:b")
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register(registry.METHODS["tcca"])
+
+
+def test_reporting_and_reproduction_read_the_registry():
+    from tcca_core import reproduction
+
+    assert reporting.METHOD_LABELS["cca_bst"] == "CCA (BST)"
+    assert list(reporting.METHOD_LABELS) == list(registry.METHODS)
+    assert reproduction._DR_KERNEL == ("kcca_bst", "kcca_avg", "ktcca")
+    assert "tcca_nc" not in reproduction._DR_LINEAR  # not one of the paper's
+
+
+# ------------------------------------------------------------ a toy method, end to end
+
+
+def run_toy(run, points):
+    """Toy runner: the first r columns of a fixed random projection of the views."""
+    V = np.hstack([np.asarray(X, float) for X in run.row_data(range(run.m))])
+    r_max = V.shape[1]
+    for gp in points:
+        rng = np.random.default_rng(run.seed)
+        P = gp["scale"] * rng.standard_normal((V.shape[1], r_max))
+        for r, capped in run.r_values(r_max):
+            if capped:
+                run.add(None, r=r, r_max=r_max, params=gp)
+                continue
+            Z = V @ P[:, :r]
+            run.add(run.ctx.outputs(Z), r=r, r_max=r_max, dim=r, params=gp)
+
+
+TOY = registry.MethodSpec(
+    "toy",
+    "Toy projection",
+    "linear",
+    {"scale": (1.0, 2.0)},
+    runner=f"{__name__}:run_toy",
+)
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    """The toy method in the registry for the test (removed afterwards)."""
+    monkeypatch.setitem(registry.METHODS, "toy", TOY)
+    return TOY
+
+
+def test_a_registered_method_runs_through_protocol_and_tables(toy, make_views):
+    views, y = make_views(n=90, dims=(4, 5, 6), n_classes=3, seed=3)
+    splits = make_splits(y, n_labeled=30, n_splits=2, seed=0)
+    runs = pd.concat(
+        [
+            run_method(views, y, s, "toy", r_grid=[2, 4, 40], learner="knn")
+            for s in splits
+        ]
+        + [run_method(views, y, s, "bsf", learner="knn") for s in splits],
+        ignore_index=True,
+    ).assign(setting="s")
+    toy_rows = runs[runs["method"] == "toy"]
+    assert set(toy_rows["r"]) == {2, 4, 40} and toy_rows["r_capped"].sum() == 2 * 2
+    assert set(toy_rows["params"]) == {'{"scale": 1.0}', '{"scale": 2.0}'}
+    cells = reporting.accuracy_cells(runs, "val")
+    table, _ = reporting.accuracy_table(
+        cells, [{"setting": "s", "label": "S"}], paper=None
+    )
+    assert list(table["Method"]) == ["BSF", "Toy projection"]  # registry order
+    with pytest.raises(ValueError, match="has no parameter 'eps'"):
+        run_method(views, y, splits[0], "toy", params={"eps": [1.0]})
