@@ -3,7 +3,8 @@
 - a bad configuration (unknown key, wrong type, empty grid, r above what the methods
   allow, unknown method, unknown data set, ...) is rejected before any job runs, with
   one line naming the key;
-- the static facts the configuration is checked against agree with the library;
+- the configuration is checked against the library's own facts (registry, data-set
+  specs, the paper's tables), not copies of them;
 - (slow) two runs from clean, on 1 core with 1 BLAS thread and on 2 cores with 2 BLAS
   threads per fit, give byte-identical tables, timing columns aside;
 - (slow) a run killed in the middle of a fit job (SIGTERM to Snakemake, SIGKILL to its
@@ -278,40 +279,50 @@ def test_snakefile_from_another_folder_overlays_its_base_config(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def wf_common():
-    return _load("wf_common_under_test", REPO / "workflow" / "scripts" / "_common.py")
+def wf_config():
+    from tcca_core.pipeline import config
+
+    return config
 
 
-def test_method_facts_match_the_registry(wf_common):
-    from tcca_core import protocol
+def test_the_checks_read_the_registry(wf_config):
+    """No copies: the schema's method and learner names and each method's options
+    are the registry's."""
+    from tcca_core import registry
 
-    assert set(wf_common.METHOD_OPTIONS) == set(protocol.METHODS)
-    for name, spec in protocol.METHODS.items():
-        allowed = set(spec.grid) | set(spec.extra)
-        if spec.transductive:
-            allowed.add("subset")  # run_method's option of DSE and SSMVD
-        assert set(wf_common.METHOD_OPTIONS[name]) == allowed, name
-        bound = wf_common.R_BOUND[name]
-        assert (bound is not None) == spec.has_r, name
-        if spec.has_r:
-            rows = spec.family == "kernel" or spec.transductive
-            assert bound == ("rows" if rows else "views"), name
-    assert wf_common.R_GRID_PAPER == list(protocol.R_GRID_PAPER)
+    schema = wf_config.load_schema(REPO / "workflow" / "schemas" / "config.schema.yaml")
+    assert schema["$defs"]["method"]["enum"] == list(registry.METHODS)
+    learner = schema["$defs"]["setting"]["properties"]["learner"]
+    assert learner["enum"] == list(registry.LEARNERS)
+    assert wf_config.r_grid_of({"r_grid": "paper"}) == registry.R_GRID_PAPER
+    with pytest.raises(wf_config.ConfigError, match="tcca has no option 'lambda1'"):
+        wf_config.resolve_settings(
+            {
+                "datasets": {
+                    "mfeat": {
+                        "settings": {
+                            "s": {"learner": "knn", "methods": {"tcca": {"lambda1": 1}}}
+                        }
+                    }
+                },
+                "tables": {},
+            }
+        )
 
 
-def test_dataset_shapes_match_the_modules(wf_common):
+def test_dataset_shapes_come_from_the_specs(wf_config):
     from tcca_core.datasets import mfeat, nuswide
 
-    n, views = wf_common.dataset_shape("mfeat")
+    n, views = wf_config.dataset_shape("mfeat")
     assert n == 2000 and dict(views) == mfeat.DIMS
-    n, views = wf_common.dataset_shape("nuswide")
+    n, views = wf_config.dataset_shape("nuswide")
     assert n == nuswide.N_IMAGES and [d for _, d in views] == [500, 144, 128]
-    assert [d for _, d in wf_common.dataset_shape("ads")[1]] == [588, 495, 472]
-    assert wf_common.dataset_shape("no_such") is None
+    assert [d for _, d in wf_config.dataset_shape("ads")[1]] == [588, 495, 472]
+    assert wf_config.dataset_shape("no_such") is None
 
 
-def test_r_bound(wf_common):
-    rb = wf_common.r_bound
+def test_r_bound(wf_config):
+    rb = wf_config.r_bound
     assert rb("mfeat", ["bsf", "cat"]) is None  # no method has an r
     # kernel methods: the rows they are fitted on
     assert rb("mfeat", ["ktcca"], subset=500)[0] == 500
@@ -511,12 +522,12 @@ def _mfeat_config(**setting):
     }  # fmt: skip
 
 
-def _problems(wf_common, cfg):
+def _problems(wf_config, cfg):
     settings = {
         d: {s: {**c, "methods": c["methods"]} for s, c in dcfg["settings"].items()}
         for d, dcfg in cfg["datasets"].items()
     }
-    return wf_common.value_problems(cfg, settings)
+    return wf_config.value_problems(cfg, settings)
 
 
 @pytest.mark.parametrize(
@@ -534,8 +545,8 @@ def _problems(wf_common, cfg):
         ({"subset": 500, "methods": {"dse": {"subset": 600}}}, "600 is above the 500"),
     ],
 )
-def test_value_problems(wf_common, setting, expected):
-    problems = _problems(wf_common, _mfeat_config(**setting))
+def test_value_problems(wf_config, setting, expected):
+    problems = _problems(wf_config, _mfeat_config(**setting))
     if expected is None:
         assert problems == []
     else:
@@ -544,24 +555,20 @@ def test_value_problems(wf_common, setting, expected):
         assert expected in problem[1], problem
 
 
-def test_value_problems_paper_tables(wf_common):
+def test_value_problems_paper_tables(wf_config):
     cfg = _mfeat_config()
     cfg["tables"]["t"]["columns"][0]["paper"] = "4"
-    assert _problems(wf_common, cfg) == [(
+    assert _problems(wf_config, cfg) == [(
         "tables.t.columns[0].paper",
         "the table has no paper table (`paper: null`) to take a column from",
     )]  # fmt: skip
     cfg["tables"]["t"]["paper"] = "nuswide_linear"
-    assert _problems(wf_common, cfg) == []
+    assert _problems(wf_config, cfg) == []
 
 
-def test_paper_columns_match_reporting(wf_common):
-    from tcca_core.reporting import PAPER_TABLES
-
-    assert wf_common.PAPER_COLUMNS == {k: tuple(v) for k, v in PAPER_TABLES.items()}
-
-
-def test_dataset_splits_match_the_loaders(wf_common):
+def test_dataset_parts_match_the_loaders():
+    """Each DatasetSpec's ``parts`` (what a setting's pool may name) are the splits
+    its loader gives."""
     import numpy as np
 
     from tcca_core.datasets import DATASETS, Dataset
@@ -570,32 +577,32 @@ def test_dataset_splits_match_the_loaders(wf_common):
         ds = Dataset(name, [np.zeros((20, 2))], np.zeros(20, int), {})
         if spec.finish is not None:
             ds = spec.finish(ds)
-        assert tuple(ds.splits) == wf_common.DATASET_SPLITS.get(name, ()), name
+        assert tuple(ds.splits) == spec.parts, name
 
 
-def test_job_time_checks(wf_common, monkeypatch):
+def test_job_time_checks(monkeypatch):
     """What the configuration check cannot know without the data: the jobs say it."""
     import numpy as np
 
     from tcca_core import datasets
+    from tcca_core.pipeline import jobs
     from tcca_core.protocol import make_splits
 
     rng = np.random.default_rng(0)
     with pytest.raises(ValueError, match="subset = 11 is above the 10 rows"):
-        wf_common.random_subset(10, 11, rng)
-    assert len(wf_common.random_subset(10, 10, rng)) == 10
+        jobs.random_subset(10, 11, rng)
+    assert len(jobs.random_subset(10, 10, rng)) == 10
     y = np.repeat(np.arange(2), 50)
     tiny = make_splits(y, n_labeled=10, n_splits=1, seed=0, val_fraction=0.9)
     with pytest.raises(ValueError, match="split 0 has 81 validation and 9 test rows"):
-        wf_common.check_eval_rows(tiny, "datasets.x.settings.y")
-    wf_common.check_eval_rows(make_splits(y, n_labeled=10, n_splits=1, seed=0), "x")
+        jobs.check_eval_rows(tiny, "datasets.x.settings.y")
+    jobs.check_eval_rows(make_splits(y, n_labeled=10, n_splits=1, seed=0), "x")
     fake = datasets.Dataset(
         "mfeat", [np.zeros((4, 2))] * 3, None, {"view_names": ["a", "b", "c"]}
     )
     monkeypatch.setattr(datasets, "load", lambda *a, **k: fake)
-    cfg = {"data_root": "data", "mirror": None}
     with pytest.raises(
         ValueError,
         match=r"has 3 views .* \(positions 0 to 2\); config asks for \[0, 17\]",
     ):
-        wf_common.load_views("mfeat", cfg, views=[0, 17])
+        jobs.load_views("mfeat", data_root="data", views=[0, 17])

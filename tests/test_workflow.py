@@ -4,6 +4,8 @@
 - a dry run of the full configuration lists every fit job of the paper's grid, with no
   data present (and so does a dry run through the SLURM profile);
 - a bad configuration fails before any job runs, naming the offending key;
+- a method added as one runner plus one registry entry (a toy, in a copy of the
+  library) is accepted by the configuration check and scheduled by a dry run;
 - a tiny end-to-end run on a NUS-WIDE look-alike fixture (.test/) produces every table
   and figure with the content they claim; rerunning everything gives byte-identical
   accuracy tables and figures (slow test).
@@ -16,14 +18,16 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
+import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
-from _snakemake import REPO, SNAKEMAKE, snakemake
+from _snakemake import REPO, SNAKEMAKE, snakemake, snakemake_env
 
 pytestmark = pytest.mark.skipif(SNAKEMAKE is None, reason="snakemake is not installed")
 
@@ -299,3 +303,89 @@ def test_e2e_rerun_is_deterministic(e2e):
     assert res.returncode == 0, res.stderr[-3000:]
     for f, content in before.items():
         assert (e2e / f).read_bytes() == content, f
+
+
+# ------------------------------------------------- adding a method (issue #15)
+
+TOY_RUNNER = '''
+"""A toy method: the first r columns of a fixed random projection of the views."""
+
+import numpy as np
+
+
+def run_toy(run, points):
+    V = np.hstack([np.asarray(X, float) for X in run.row_data(range(run.m))])
+    for gp in points:
+        P = gp["scale"] * np.random.default_rng(run.seed).standard_normal(
+            (V.shape[1], V.shape[1])
+        )
+        for r, capped in run.r_values(V.shape[1]):
+            out = None if capped else run.ctx.outputs(V @ P[:, :r])
+            run.add(out, r=r, r_max=V.shape[1], dim=r, params=gp)
+'''
+
+TOY_ENTRY = """
+
+register(
+    MethodSpec(
+        "toy",
+        "Toy projection",
+        "linear",
+        {"scale": (1.0, 2.0)},
+        runner="tcca_core.toy:run_toy",
+    )
+)
+"""
+
+
+@pytest.fixture(scope="module")
+def toy_library(tmp_path_factory):
+    """A copy of the library with one method added: a runner and a registry entry."""
+    src = tmp_path_factory.mktemp("toy") / "src"
+    shutil.copytree(
+        REPO / "src" / "tcca_core",
+        src / "tcca_core",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    (src / "tcca_core" / "toy.py").write_text(TOY_RUNNER)
+    with open(src / "tcca_core" / "registry.py", "a", encoding="utf-8") as f:
+        f.write(TOY_ENTRY)
+    return src
+
+
+def _dry_run_with(library: Path, work: Path, config: dict):
+    (work / "config").mkdir(parents=True, exist_ok=True)
+    (work / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+    env = snakemake_env()
+    env["PYTHONPATH"] = f"{library}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    return subprocess.run(
+        [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "--directory", str(work), "-n",
+         "--nolock", "--", "table_nuswide_linear"],
+        cwd=work, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+
+
+def test_a_registered_method_runs_through_a_dry_run(toy_library, tmp_path):
+    """Adding a method is one runner plus one registry entry: the configuration
+    accepts it with its options, the pipeline schedules its fit job, and a wrong
+    option is named with the toy's own options."""
+    config = yaml.safe_load((REPO / ".test" / "config" / "config.yaml").read_text())
+    methods = config["datasets"]["nuswide"]["settings"]["linear2"]["methods"]
+    methods["toy"] = {"scale": [1.0]}
+    res = _dry_run_with(toy_library, tmp_path / "ok", config)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "Fitting toy on nuswide/linear2" in res.stdout
+    assert job_counts(res.stdout)["fit"] == 3  # bsf, tcca and toy
+    methods["toy"] = {"eps": [1.0]}
+    res = _dry_run_with(toy_library, tmp_path / "bad", config)
+    assert res.returncode != 0
+    assert (
+        "invalid config: datasets.nuswide.settings.linear2.methods.toy.eps: toy has "
+        "no option 'eps'; allowed: scale" in res.stdout + res.stderr
+    )
+    # the unchanged library does not know the toy method
+    res = snakemake(
+        "-s", str(REPO / "Snakefile"), "--directory", str(tmp_path / "ok"), "-n",
+        "--nolock", "--", "table_nuswide_linear",
+    )  # fmt: skip
+    assert res.returncode != 0 and "unknown method 'toy'" in res.stdout + res.stderr

@@ -48,7 +48,6 @@ import os
 import platform
 import socket
 import stat
-import tempfile
 import time
 import zipfile
 from functools import lru_cache
@@ -57,6 +56,8 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
+
+from ._io import atomic_write
 
 __all__ = ["FitCache", "code_digest", "decode_value", "encode_value"]
 
@@ -460,28 +461,20 @@ class FitCache:
             return
         meta = {"format": FORMAT_VERSION, "key": digest, "value": tree}
         path = self.folder / f"{digest}{_SUFFIX}"
-        tmp = None
         try:
-            fd, tmp = tempfile.mkstemp(
-                dir=self.folder,
-                prefix=f"{_PART}{os.getpid()}@{self._host}~",
-                suffix=_SUFFIX,
-            )
-            with os.fdopen(fd, "wb") as fh:
+            with (
+                atomic_write(
+                    path, unique_prefix=f"{_PART}{os.getpid()}@{self._host}~"
+                ) as tmp,
+                open(tmp, "wb") as fh,
+            ):
                 _write_entry(fh, meta, arrays)
-            os.replace(tmp, path)
         except OSError as exc:
             # a full disk or a directory at the entry's name: the fit is still good
-            if tmp is not None:
-                Path(tmp).unlink(missing_ok=True)
             why = "the disk is full" if exc.errno == errno.ENOSPC else exc
             logger.warning("fit cache: cannot write %s (%s); not cached", path, why)
             self.unstored += 1
             return
-        except BaseException:
-            if tmp is not None:
-                Path(tmp).unlink(missing_ok=True)
-            raise
         self.misses += 1
 
     def _load(self, key):

@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ._io import atomic_write, atomic_write_text, write_csv
 from .paper import NOT_ATTEMPTED, PAPER_MACHINE, PAPER_TABLES
 from .protocol.selection import accuracy_by_r, select, select_per_split
 from .registry import METHODS
@@ -413,12 +414,15 @@ def write_table(
     label: str = "",
     notes: Sequence[str] = (),
 ) -> None:
-    """Write one table as CSV (UTF-8, no index) and optionally Markdown and LaTeX."""
-    table.to_csv(csv, index=False, lineterminator="\n")
+    """Write one table as CSV (UTF-8, no index) and optionally Markdown and LaTeX.
+
+    Each file is written atomically (:func:`tcca_core._io.atomic_write`).
+    """
+    write_csv(table, csv)
     if md is not None:
-        Path(md).write_text(to_markdown(table, title, notes), encoding="utf-8")
+        atomic_write_text(md, to_markdown(table, title, notes))
     if tex is not None:
-        Path(tex).write_text(to_latex(table, title, label, notes), encoding="utf-8")
+        atomic_write_text(tex, to_latex(table, title, label, notes))
 
 
 def accuracy_notes(reading: str, paper: str | None) -> list[str]:
@@ -643,7 +647,8 @@ def _finish(fig, title: str, paths: Sequence[str | os.PathLike]):
         meta = (
             {"Software": None} if str(path).endswith(".png") else {"CreationDate": None}
         )
-        fig.savefig(path, dpi=150, metadata=meta)
+        with atomic_write(path) as part:
+            fig.savefig(part, format=Path(path).suffix[1:], dpi=150, metadata=meta)
 
 
 def _with_same_as(df: pd.DataFrame, setting: str, same_as) -> pd.DataFrame:

@@ -12,9 +12,11 @@
 import re as _data_re
 from pathlib import Path
 
+from tcca_core.datasets import DATASETS as _DATASET_SPECS
+
 _DATA_ROOT = config.get("data_root", "data")
 _DATA_MIRROR = config.get("mirror")
-_DATA_SETS = ("secstr", "secstr-extra", "ads", "nuswide", "mfeat")
+_DATA_SETS = tuple(_DATASET_SPECS)  # every data set of tcca_core.datasets
 
 
 # downloads need the network, which compute nodes often lack

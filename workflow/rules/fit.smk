@@ -1,5 +1,6 @@
 # Splits, one fit job per dataset x setting x method x split (looping over r inside),
-# and the per-setting gather of the fit results.
+# and the per-setting gather of the fit results. The jobs' logic is in
+# tcca_core.pipeline.jobs (draw_splits, run_fit_job, gather_fits).
 
 
 rule splits:
@@ -26,11 +27,11 @@ rule fit:
         unpack(data_inputs),
         splits=rules.splits.output.splits,
     output:
-        fit="results/fits/{dataset}/{setting}/{method}/split{split}.csv",
+        fit=FIT,
     log:
         "logs/fit/{dataset}/{setting}/{method}/split{split}.log",
     benchmark:
-        "results/benchmarks/fit/{dataset}/{setting}/{method}/split{split}.tsv"
+        FIT_BENCHMARK
     conda:
         "../envs/tcca.yaml"
     params:
@@ -53,4 +54,6 @@ rule gather:
     message:
         "Gathering the fits of {wildcards.dataset}/{wildcards.setting}"
     run:
+        from tcca_core.pipeline import gather_fits
+
         gather_fits(input.fits, output.runs, log[0])

@@ -60,6 +60,7 @@ rule table:
         "../envs/tcca.yaml"
     params:
         table=table_params,
+        jobs=table_job_params,
     message:
         "Building table {wildcards.table} (accuracy, cost) and its figures"
     script:

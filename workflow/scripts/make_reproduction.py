@@ -1,27 +1,12 @@
 """REPRODUCTION.md from results/summary.json and the written investigations."""
 
-import json
-from pathlib import Path
+from tcca_core.pipeline import start_logging, write_reproduction
 
-from _common import start_logging
-
-from tcca_core import reproduction
-
-log = start_logging(snakemake)  # noqa: F821
-inp, out = snakemake.input, snakemake.output  # noqa: F821
-summary = json.loads(Path(inp.summary).read_text())
-notes = reproduction.include_files(
-    Path(inp.investigations).read_text(),
-    Path(snakemake.params.root),  # noqa: F821
-)
-text = reproduction.build(
-    summary,
-    investigations=notes,
+start_logging(snakemake.log[0], snakemake.rule)  # noqa: F821
+write_reproduction(
+    snakemake.input.summary,  # noqa: F821
+    snakemake.input.investigations,  # noqa: F821
+    snakemake.output[0],  # noqa: F821
+    root=snakemake.params.root,  # noqa: F821
     missing=snakemake.params.missing,  # noqa: F821
-)
-tmp = Path(str(out[0]) + ".tmp")
-tmp.write_text(text)
-tmp.replace(out[0])
-log.info(
-    "REPRODUCTION.md written (%d deviations)", len(reproduction.deviations(summary))
 )

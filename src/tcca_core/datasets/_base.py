@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .._io import atomic_write
 from ._download import _write_error, file_lock, sha256_file
 
 logger = logging.getLogger(__name__)
@@ -228,22 +229,19 @@ def _write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
 
     A failed write (a full disk) leaves no partial file and raises ``WriteError``.
     """
-    part = path.with_name(path.name + ".part")
     try:
-        with zipfile.ZipFile(part, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        with (
+            atomic_write(path) as part,
+            zipfile.ZipFile(part, "w", compression=zipfile.ZIP_DEFLATED) as zf,
+        ):
             for key, arr in arrays.items():
                 info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
                 info.compress_type = zipfile.ZIP_DEFLATED
                 info.external_attr = 0o644 << 16
                 with zf.open(info, "w", force_zip64=True) as f:
                     np.lib.format.write_array(f, np.asarray(arr), allow_pickle=False)
-        os.replace(part, path)
     except OSError as exc:
-        part.unlink(missing_ok=True)
         raise _write_error(path, exc) from exc
-    except BaseException:
-        part.unlink(missing_ok=True)
-        raise
 
 
 def _small_uint(values: np.ndarray, bound: int) -> np.ndarray:
@@ -513,14 +511,14 @@ def prepare_spec(
                 }
             },
         }
-        part = pdir / (MANIFEST + ".part")
         try:
-            with open(part, "w", encoding="utf-8") as f:
+            with (
+                atomic_write(pdir / MANIFEST) as part,
+                open(part, "w", encoding="utf-8") as f,
+            ):
                 json.dump(manifest, f, indent=1, sort_keys=False)
                 f.write("\n")
-            os.replace(part, pdir / MANIFEST)
         except OSError as exc:
-            part.unlink(missing_ok=True)
             raise _write_error(pdir / MANIFEST, exc) from exc
         logger.info(
             "%s: prepared %d samples, view dims %s in %.1f s -> %s",

@@ -1,0 +1,143 @@
+"""The pipeline's jobs (tcca_core.pipeline.jobs), called as the scripts call them but
+without Snakemake, on the NUS-WIDE look-alike of .test/ (generated into a temporary
+folder; nothing here reads ../shared or the repository's data/ and results/)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tcca_core.pipeline import jobs
+
+REPO = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.usefixtures("single_blas_thread")
+
+
+def _fixture_writer():
+    spec = importlib.util.spec_from_file_location(
+        "make_fixture", REPO / ".test" / "make_fixture.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SPLIT_CFG = {
+    "dataset": "nuswide",
+    "setting": "linear2",
+    "load": {},
+    "views": None,
+    "n_labeled": None,
+    "per_class": 2,
+    "subset": None,
+    "pool": "train",
+    "fit_on": "pool",
+    "n_splits": 2,
+    "val_fraction": 0.2,
+    "seed": 0,
+}
+
+
+@pytest.fixture(scope="module")
+def where(tmp_path_factory):
+    """A data root with the fixture's mirror, and the setting's splits."""
+    tmp = tmp_path_factory.mktemp("jobs")
+    mirror = tmp / "mirror"
+    _fixture_writer().write(mirror)
+    data = {"data_root": tmp / "data", "mirror": mirror}
+    jobs.draw_splits(SPLIT_CFG, tmp / "splits.json", **data)
+    return tmp, data
+
+
+def fit_cfg(method, params=None, split="all"):
+    return {
+        **SPLIT_CFG,
+        "method": method,
+        "split": split,
+        "learner": "knn",
+        "r_grid": [2, 4],
+        "params": params or {},
+        "kernel": "l2",
+        "fit_extra": None,
+        "extra_subset": None,
+    }
+
+
+def test_draw_splits(where):
+    tmp, _ = where
+    subset, splits = jobs.load_splits(tmp / "splits.json")
+    assert len(splits) == 2 and splits[1].index == 1
+    _, one = jobs.load_splits(tmp / "splits.json", "1")
+    assert [s.index for s in one] == [1]
+    assert (one[0].labeled == splits[1].labeled).all()
+    assert len(subset) > 0
+
+
+def test_a_fit_job_is_the_protocol_on_each_split(where):
+    tmp, data = where
+    out = tmp / "fits" / "tcca.csv"
+    res = jobs.run_fit_job(
+        fit_cfg("tcca", {"eps": [1.0]}), tmp / "splits.json", out, threads=3, **data
+    )
+    written = pd.read_csv(out)
+    assert list(written.columns[:3]) == ["dataset", "setting", "method"]
+    assert set(written["split"]) == {0, 1} and set(written["r"]) == {2, 4}
+    assert (written["threads"] == 3).all() and len(written) == len(res)
+    # one split alone gives that split's rows
+    one = jobs.run_fit_job(
+        fit_cfg("tcca", {"eps": [1.0]}, split="1"),
+        tmp / "splits.json",
+        tmp / "fits" / "tcca1.csv",
+        **data,
+    )
+    cols = ["r", "k", "val_acc", "test_acc"]
+    pd.testing.assert_frame_equal(
+        one[cols].reset_index(drop=True),
+        res[res["split"] == 1][cols].reset_index(drop=True),
+    )
+
+
+def test_table_from_runs_keyed_by_setting_and_method(where):
+    """The table job reads the runs and the fit jobs' benchmarks by (setting,
+    method), whatever the files are called."""
+    tmp, data = where
+    fits = []
+    for method in ("bsf", "tcca"):
+        path = tmp / "fits2" / f"{method}.csv"
+        jobs.run_fit_job(fit_cfg(method), tmp / "splits.json", path, **data)
+        fits.append(path)
+    runs = tmp / "runs.csv"
+    jobs.gather_fits(fits, runs, tmp / "gather.log")
+    benchmarks = []
+    for method, seconds in (("bsf", 1.5), ("tcca", 4.0)):
+        b = tmp / f"any_name_{method}.tsv"
+        b.write_text(f"s\th:m:s\tmax_rss\n{seconds}\t0:00:01\t100.0\n")
+        benchmarks.append({"setting": "linear2", "method": method, "benchmark": b})
+    names = [
+        "csv", "md", "tex", "csv_best_r", "md_best_r", "tex_best_r", "json", "cost",
+        "cost_md", "cost_tex", "cost_by_r", "accuracy_png", "accuracy_pdf",
+        "cost_png", "cost_pdf",
+    ]  # fmt: skip
+    suffix = {"png": ".png", "pdf": ".pdf", "md": ".md", "tex": ".tex", "json": ".json"}
+    out = {n: tmp / "t" / (n + suffix.get(n.rsplit("_", 1)[-1], ".csv")) for n in names}
+    spec = {
+        "name": "t",
+        "title": "T",
+        "dataset": "nuswide",
+        "paper": None,
+        "columns": [{"setting": "linear2", "label": "two"}],
+        "same_as": {"linear2": {}},
+    }
+    record = jobs.build_table([runs], benchmarks, spec, out)
+    assert all(p.exists() for p in out.values())
+    assert not list((tmp / "t").glob("*.part"))
+    cost = pd.read_csv(out["cost"]).set_index("Method")
+    assert cost.loc["BSF", "job time (s)"] == 1.5
+    assert cost.loc["TCCA", "job time (s)"] == 4.0
+    assert json.loads(out["json"].read_text()) == record
+    assert list(pd.read_csv(out["csv"])["Method"]) == ["BSF", "TCCA"]
