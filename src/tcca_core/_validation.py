@@ -14,6 +14,9 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = [
+    "Interval",
+    "Options",
+    "ParamsMixin",
     "as_generator",
     "check_views",
     "check_varying",
@@ -23,6 +26,7 @@ __all__ = [
     "check_n_components",
     "check_positive_int",
     "check_tol",
+    "validate_params",
 ]
 
 
@@ -252,3 +256,155 @@ def as_generator(random_state) -> np.random.Generator:
     raise ValueError(
         f"random_state must be None, an int or a numpy Generator, got {random_state!r}"
     )
+
+
+# ------------------------------------------------------------ parameter constraints
+#
+# Each estimator declares what its parameters may be, next to its __init__, in one
+# style (as scikit-learn's ``_parameter_constraints`` does):
+#
+#     _parameter_constraints = {
+#         "n_components": [Interval("integer", 1, None), None],
+#         "eps": [Interval("real", 0, None)],
+#         "center": ["boolean"],
+#     }
+#
+# and ``fit`` starts with ``params = self._validate_params()``. A parameter passes
+# when it satisfies any entry of its list: an Interval, Options, None, "boolean",
+# "callable", "random_state" or a type (isinstance). Numbers come back as int/float.
+
+
+class Interval:
+    """Finite integers or reals between ``left`` and ``right`` (None: unbounded).
+
+    ``closed`` is "both", "left", "right" or "neither" (which bounds are allowed).
+    """
+
+    def __init__(self, kind: str, left=None, right=None, *, closed: str = "both"):
+        if kind not in ("integer", "real"):
+            raise ValueError(f"kind must be 'integer' or 'real', got {kind!r}")
+        self.kind, self.left, self.right, self.closed = kind, left, right, closed
+
+    def accepts(self, value) -> bool:
+        """Whether ``value`` is a finite number of the kind within the bounds."""
+        if isinstance(value, bool | np.bool_):
+            return False
+        if self.kind == "integer" and not isinstance(value, Integral):
+            return False
+        if not isinstance(value, Real) or not np.isfinite(value):
+            return False
+        lo_ok = self.left is None or (
+            value >= self.left if self.closed in ("both", "left") else value > self.left
+        )
+        hi_ok = self.right is None or (
+            value <= self.right
+            if self.closed in ("both", "right")
+            else value < self.right
+        )
+        return bool(lo_ok and hi_ok)
+
+    def coerce(self, value):
+        """``value`` as a Python int or float."""
+        return int(value) if self.kind == "integer" else float(value)
+
+    def __str__(self) -> str:
+        what = "an integer" if self.kind == "integer" else "a finite number"
+        lo = (
+            None
+            if self.left is None
+            else (
+                f">= {self.left}"
+                if self.closed in ("both", "left")
+                else f"> {self.left}"
+            )
+        )
+        hi = (
+            None
+            if self.right is None
+            else (
+                f"<= {self.right}"
+                if self.closed in ("both", "right")
+                else f"< {self.right}"
+            )
+        )
+        return " ".join([what, " and ".join(b for b in (lo, hi) if b)]).strip()
+
+
+class Options:
+    """One of a fixed set of values (strings, mostly)."""
+
+    def __init__(self, *values):
+        self.values = values
+
+    def accepts(self, value) -> bool:
+        """Whether ``value`` is one of the options."""
+        return any(value == v and type(value) is type(v) for v in self.values)
+
+    def __str__(self) -> str:
+        return "one of " + ", ".join(map(repr, self.values))
+
+
+def _accepts(constraint, value) -> bool:
+    if constraint is None:
+        return value is None
+    if isinstance(constraint, Interval | Options):
+        return constraint.accepts(value)
+    if constraint == "boolean":
+        return isinstance(value, bool | np.bool_)
+    if constraint == "callable":
+        return callable(value)
+    if constraint == "random_state":
+        return (
+            value is None
+            or isinstance(value, Integral | np.random.Generator | np.random.RandomState)
+            and not isinstance(value, bool)
+        )
+    if isinstance(constraint, type):
+        return isinstance(value, constraint)
+    raise TypeError(f"unknown parameter constraint {constraint!r}")
+
+
+def _describe(constraint) -> str:
+    if constraint is None:
+        return "None"
+    if isinstance(constraint, type):
+        return f"a {constraint.__name__}"
+    return {
+        "boolean": "True or False",
+        "callable": "a callable",
+        "random_state": "None, an int or a numpy Generator",
+    }.get(constraint, str(constraint))
+
+
+def validate_params(params, constraints) -> dict:
+    """Check ``params`` (name -> value) against ``constraints``; return them.
+
+    Every parameter named in ``constraints`` and present in ``params`` must satisfy
+    one of its constraints, else a ``ValueError`` names it, says what it must be and
+    what it got. Numbers accepted by an :class:`Interval` come back as int/float;
+    other values unchanged. Parameters without a constraint pass as they are.
+    """
+    out = dict(params)
+    for name, allowed in constraints.items():
+        if name not in params:
+            continue
+        value = params[name]
+        for constraint in allowed:
+            if _accepts(constraint, value):
+                if isinstance(constraint, Interval):
+                    out[name] = constraint.coerce(value)
+                break
+        else:
+            what = " or ".join(_describe(c) for c in allowed)
+            raise ValueError(f"{name} must be {what}, got {value!r}")
+    return out
+
+
+class ParamsMixin:
+    """``_validate_params()`` from the class's ``_parameter_constraints``."""
+
+    _parameter_constraints: dict = {}
+
+    def _validate_params(self) -> dict:
+        """The estimator's parameters, checked; see :func:`validate_params`."""
+        return validate_params(self.get_params(deep=False), self._parameter_constraints)

@@ -18,6 +18,7 @@ sorted distance matrix, because the paper picks k in 1..10 on validation.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import scipy.linalg as sla
@@ -25,7 +26,13 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics.pairwise import euclidean_distances
 
-from ._validation import check_eps, check_magnitude, check_positive_int
+from ._validation import (
+    Interval,
+    Options,
+    ParamsMixin,
+    check_magnitude,
+    check_positive_int,
+)
 
 __all__ = [
     "RLS",
@@ -130,7 +137,7 @@ def _decide(scores: np.ndarray, classes: np.ndarray) -> np.ndarray:
     return classes[np.argmax(scores, axis=1)]
 
 
-class RLS(ClassifierMixin, BaseEstimator):
+class RLS(ParamsMixin, ClassifierMixin, BaseEstimator):
     """Regularized least squares classifier with a penalized bias (Luo et al. 5.1).
 
     Minimizes (1/N_l) sum_n (w^T xbar_n - y_n)^2 + gamma ||w||^2 with xbar = [x; 1]
@@ -158,18 +165,21 @@ class RLS(ClassifierMixin, BaseEstimator):
     Y. Luo et al., IEEE TKDE 2015, section 5.1.
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "gamma": [Interval("real", 0, None, closed="neither")],
+        "solver": [Options("auto", "primal", "dual")],
+    }
+
     def __init__(self, gamma: float = 1e-2, *, solver: str = "auto"):
         self.gamma = gamma
         self.solver = solver
 
     def fit(self, X, y):
         """Fit on labeled samples X (n, D), dense or sparse, and labels y (n,)."""
-        gamma = check_eps(self.gamma, "gamma")
-        if gamma == 0:
-            raise ValueError("gamma must be > 0 (the paper uses 1e-2)")
+        p = self._validate_params()
         X, y = _check_xy(X, y)
         Y, self.classes_ = one_vs_rest_targets(y)
-        W = rls_coef(X, Y, gamma, self.solver)
+        W = rls_coef(X, Y, p["gamma"], p["solver"])
         self.coef_, self.intercept_ = W[:-1], W[-1]
         self.n_features_in_ = X.shape[1]
         return self
@@ -189,7 +199,7 @@ class RLS(ClassifierMixin, BaseEstimator):
         return _decide(self.decision_function(X), self.classes_)
 
 
-class KernelRLS(ClassifierMixin, BaseEstimator):
+class KernelRLS(ParamsMixin, ClassifierMixin, BaseEstimator):
     """RLS in a kernel's feature space, with the kernel analogue of the constant 1.
 
     With phibar(x) = [phi(x); 1] the dual solution of the RLS objective is
@@ -206,14 +216,16 @@ class KernelRLS(ClassifierMixin, BaseEstimator):
     dual_coef_ : ndarray of shape (N_l, C')
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "gamma": [Interval("real", 0, None, closed="neither")],
+    }
+
     def __init__(self, gamma: float = 1e-2):
         self.gamma = gamma
 
     def fit(self, K, y):
         """Fit on the (N_l, N_l) kernel between labeled samples and their labels."""
-        gamma = check_eps(self.gamma, "gamma")
-        if gamma == 0:
-            raise ValueError("gamma must be > 0 (the paper uses 1e-2)")
+        gamma = self._validate_params()["gamma"]
         K, y = _check_xy(K, y)
         if K.shape[0] != K.shape[1]:
             raise ValueError(f"the training kernel must be square, got {K.shape}")
@@ -359,7 +371,7 @@ def kernel_knn(
     return knn_from_distances(dq + dr - 2.0 * K, y_ref, k_max)
 
 
-class KNN(ClassifierMixin, BaseEstimator):
+class KNN(ParamsMixin, ClassifierMixin, BaseEstimator):
     """k-nearest-neighbour classifier with the documented deterministic tie-breaking.
 
     Parameters
@@ -370,16 +382,18 @@ class KNN(ClassifierMixin, BaseEstimator):
         matrix.
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "n_neighbors": [Interval("integer", 1, None)],
+        "metric": [Options("euclidean", "precomputed")],
+    }
+
     def __init__(self, n_neighbors: int = 1, *, metric: str = "euclidean"):
         self.n_neighbors = n_neighbors
         self.metric = metric
 
     def fit(self, X, y):
-        check_positive_int(self.n_neighbors, "n_neighbors")
-        if self.metric not in ("euclidean", "precomputed"):
-            raise ValueError(
-                f"metric must be 'euclidean' or 'precomputed', got {self.metric!r}"
-            )
+        """Store the labeled samples (or, with "precomputed", only their labels)."""
+        self._validate_params()
         X, y = _check_xy(X, y)
         self.X_fit_, self.y_fit_ = X, y
         self.classes_ = np.unique(y)

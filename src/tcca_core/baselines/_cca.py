@@ -31,6 +31,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from itertools import combinations
+from typing import ClassVar
 
 import numpy as np
 import scipy.linalg as sla
@@ -46,7 +47,14 @@ from .._linalg import (
     inv_sqrt_psd,
 )
 from .._multiview import MultiViewMixin
-from .._validation import _is_constant, check_eps, check_n_components, check_views
+from .._validation import (
+    Interval,
+    ParamsMixin,
+    _is_constant,
+    check_n_components,
+    check_views,
+    validate_params,
+)
 from ..kernels import ViewKernel, center_cross_kernel, center_kernel
 
 __all__ = [
@@ -146,7 +154,11 @@ def cca(
     dict with ``means`` ([mu_p, mu_q]), ``projections`` ([W_p, W_q], (d, r) each),
     ``correlations`` (sigma_1 >= ... >= sigma_r) and ``r_max``.
     """
-    eps = check_eps(eps)
+    p = validate_params(
+        {"n_components": n_components, "eps": eps, "center": center},
+        CCA._parameter_constraints,
+    )
+    eps, center = p["eps"], p["center"]
     Xp, Xq = _check_two_views(views, "CCA")
     if center:
         check_not_constant([Xp, Xq], "CCA")
@@ -176,7 +188,9 @@ def cca(
     }
 
 
-class CCA(MultiViewMixin, LinearProjectionMixin, TransformerMixin, BaseEstimator):
+class CCA(
+    ParamsMixin, MultiViewMixin, LinearProjectionMixin, TransformerMixin, BaseEstimator
+):
     """Regularized two-view CCA (Foster, Johnson, Kakade & Zhang 2008).
 
     Maximizes h_p^T C_pq h_q subject to h_p^T (C_pp + eps I) h_p = 1 and
@@ -231,6 +245,12 @@ class CCA(MultiViewMixin, LinearProjectionMixin, TransformerMixin, BaseEstimator
     (100, 4)
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "n_components": [Interval("integer", 1, None), None],
+        "eps": [Interval("real", 0, None)],
+        "center": ["boolean"],
+    }
+
     def __init__(
         self, n_components: int | None = 2, *, eps: float = 1e-2, center: bool = True
     ):
@@ -240,7 +260,8 @@ class CCA(MultiViewMixin, LinearProjectionMixin, TransformerMixin, BaseEstimator
 
     def fit(self, views, y=None):
         """Fit on two views, each (n_samples, d_p), dense or scipy.sparse."""
-        out = cca(views, self.n_components, eps=self.eps, center=self.center)
+        p = self._validate_params()
+        out = cca(views, p["n_components"], eps=p["eps"], center=p["center"])
         self.means_ = out["means"]
         self.projections_ = out["projections"]
         self.correlations_ = out["correlations"]
@@ -401,7 +422,9 @@ def kcca_from_kernels(
     K_p a_p = S_p U), ``train_variates`` ([S_p U, S_q V']), ``correlations`` and
     ``r_max`` (min of the kernels' numerical ranks).
     """
-    eps = check_eps(eps)
+    eps = validate_params(
+        {"n_components": n_components, "eps": eps}, KCCA._parameter_constraints
+    )["eps"]
     N = Kp.shape[0]
     Ep, Eq = (kernel_eigen(Kp), kernel_eigen(Kq)) if eigen is None else eigen
     r_max = min(Ep.rank, Eq.rank)
@@ -445,7 +468,7 @@ def _per_view(value, m: int, name: str) -> list:
     return [value] * m
 
 
-class KCCA(MultiViewMixin, TransformerMixin, BaseEstimator):
+class KCCA(ParamsMixin, MultiViewMixin, TransformerMixin, BaseEstimator):
     """Regularized kernel CCA of two views (Hardoon, Szedmak & Shawe-Taylor 2004).
 
     Kernels are centered in feature space over the training samples; the problem and
@@ -490,6 +513,13 @@ class KCCA(MultiViewMixin, TransformerMixin, BaseEstimator):
     Y. Luo et al., IEEE TKDE 2015, section 5.2 (KCCA (BST), KCCA (AVG)).
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "n_components": [Interval("integer", 1, None), None],
+        "eps": [Interval("real", 0, None)],
+        "kernel": [str, "callable", list, tuple],
+        "kernel_params": [dict, list, tuple, None],
+    }
+
     def __init__(
         self,
         n_components: int | None = 2,
@@ -505,7 +535,7 @@ class KCCA(MultiViewMixin, TransformerMixin, BaseEstimator):
 
     def fit(self, views, y=None):
         """Fit on two views (or two N x N kernels with kernel="precomputed")."""
-        eps = check_eps(self.eps)
+        eps = self._validate_params()["eps"]
         kernels = _per_view(self.kernel, 2, "kernel")
         params = _per_view(self.kernel_params or {}, 2, "kernel_params")
         precomputed = any(k == "precomputed" for k in kernels)

@@ -24,6 +24,8 @@ of the other views' variates), kept as an independent check.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
@@ -39,11 +41,11 @@ from .._linalg import (
 )
 from .._multiview import MultiViewMixin
 from .._validation import (
-    check_eps,
+    Interval,
+    ParamsMixin,
     check_n_components,
-    check_positive_int,
-    check_tol,
     check_views,
+    validate_params,
 )
 from ._cca import (
     _constant_message,
@@ -100,7 +102,11 @@ def cca_ls(
     that (1/M) sum_k h_k^T C~_kk h_k = 1), ``eigenvalues`` (lambda, decreasing),
     ``correlations`` (beta = (lambda - 1) / (M - 1)) and ``r_max``.
     """
-    eps = check_eps(eps)
+    p = validate_params(
+        {"n_components": n_components, "eps": eps, "center": center},
+        CCALS._parameter_constraints,
+    )
+    eps, center = p["eps"], p["center"]
     views = check_views(views)
     if center:
         check_not_constant(views, "CCA-LS")
@@ -145,6 +151,15 @@ def cca_ls(
     }
 
 
+#: What :func:`cca_ls_iterative`'s parameters may be (see ``_parameter_constraints``).
+ITERATIVE_PARAMETER_CONSTRAINTS = {
+    "n_components": [Interval("integer", 1, None)],
+    "eps": [Interval("real", 0, None)],
+    "max_iter": [Interval("integer", 1, None)],
+    "tol": [Interval("real", 0, None)],
+}
+
+
 def cca_ls_iterative(
     views,
     n_components: int,
@@ -170,9 +185,11 @@ def cca_ls_iterative(
     dict with ``projections`` (scaled as in :func:`cca_ls`), ``eigenvalues``,
     ``n_iter`` and ``converged``.
     """
-    eps = check_eps(eps)
-    tol = check_tol(tol)
-    max_iter = check_positive_int(max_iter, "max_iter")
+    p = validate_params(
+        {"n_components": n_components, "eps": eps, "max_iter": max_iter, "tol": tol},
+        ITERATIVE_PARAMETER_CONSTRAINTS,
+    )
+    eps, tol, max_iter = p["eps"], p["tol"], p["max_iter"]
     views = check_views(views)
     M, N = len(views), views[0].shape[0]
     dims = [X.shape[1] for X in views]
@@ -230,7 +247,9 @@ def cca_ls_iterative(
     }
 
 
-class CCALS(MultiViewMixin, LinearProjectionMixin, TransformerMixin, BaseEstimator):
+class CCALS(
+    ParamsMixin, MultiViewMixin, LinearProjectionMixin, TransformerMixin, BaseEstimator
+):
     """CCA-LS (Via et al. 2007): multi-view CCA as coupled least squares.
 
     Solves R~ h = lambda D~ h for the top r eigenpairs (see the module docstring)
@@ -268,6 +287,12 @@ class CCALS(MultiViewMixin, LinearProjectionMixin, TransformerMixin, BaseEstimat
     Y. Luo et al., IEEE TKDE 2015, eq. (2)-(3).
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "n_components": [Interval("integer", 1, None), None],
+        "eps": [Interval("real", 0, None)],
+        "center": ["boolean"],
+    }
+
     def __init__(
         self, n_components: int | None = 2, *, eps: float = 1e-2, center: bool = True
     ):
@@ -277,7 +302,8 @@ class CCALS(MultiViewMixin, LinearProjectionMixin, TransformerMixin, BaseEstimat
 
     def fit(self, views, y=None):
         """Fit on M >= 2 views, each (n_samples, d_k), dense or scipy.sparse."""
-        out = cca_ls(views, self.n_components, eps=self.eps, center=self.center)
+        p = self._validate_params()
+        out = cca_ls(views, p["n_components"], eps=p["eps"], center=p["center"])
         self.means_ = out["means"]
         self.projections_ = out["projections"]
         self.eigenvalues_ = out["eigenvalues"]

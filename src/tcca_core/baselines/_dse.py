@@ -92,6 +92,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from numbers import Integral
+from typing import ClassVar
 
 import numpy as np
 import scipy.linalg as la
@@ -103,7 +104,13 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 
 from .._linalg import column_mean, covariance
-from .._validation import check_n_components, check_positive_int, check_views
+from .._validation import (
+    Interval,
+    Options,
+    ParamsMixin,
+    check_n_components,
+    check_views,
+)
 
 __all__ = [
     "DSE",
@@ -560,12 +567,14 @@ def check_r_grid(r_grid, N: int) -> list[int]:
     return sorted({check_n_components(r, N - 1, why) for r in values})
 
 
-def check_view_embedding(view_embedding) -> str:
-    if view_embedding not in VIEW_EMBEDDINGS:
-        raise ValueError(
-            f"view_embedding must be one of {VIEW_EMBEDDINGS}, got {view_embedding!r}"
-        )
-    return view_embedding
+#: What the parameters shared by DSE and SSMVD may be (``n_components`` is checked
+#: against the data in ``fit``: 1 <= r <= N - 1).
+TRANSDUCTIVE_PARAMETER_CONSTRAINTS = {
+    "view_embedding": [Options(*VIEW_EMBEDDINGS)],
+    "n_neighbors": [Interval("integer", 1, None)],
+    "pca_components": [Interval("integer", 1, None)],
+    "random_state": [None, Interval("integer", 0, 2**32 - 1), np.random.RandomState],
+}
 
 
 def _rank_message(r: int, basis: ConsensusBasis, infos) -> str:
@@ -621,7 +630,7 @@ def consensus_bases(
 
 
 # -------------------------------------------------------------------- estimator
-class _TransductiveViewsMixin:
+class _TransductiveViewsMixin(ParamsMixin):
     """Validation, per-view patterns and fitted view attributes shared by DSE/SSMVD.
 
     The host class defines ``view_embedding``, ``n_neighbors``, ``pca_components``
@@ -632,9 +641,8 @@ class _TransductiveViewsMixin:
         views = check_views(views, min_views=2, accept_sparse=True)
         N = views[0].shape[0]
         r_values = check_r_grid(r_grid, N)
-        check_view_embedding(self.view_embedding)
-        pca_components = check_positive_int(self.pca_components, "pca_components")
-        n_neighbors = check_positive_int(self.n_neighbors, "n_neighbors")
+        p = self._validate_params()
+        pca_components, n_neighbors = p["pca_components"], p["n_neighbors"]
         if self.view_embedding == "spectral" and n_neighbors > N - 1:
             raise ValueError(
                 f"n_neighbors={n_neighbors} must be < n_samples={N} for the kNN graph"
@@ -756,6 +764,8 @@ class DSE(_TransductiveViewsMixin, BaseEstimator):
     >>> DSE(2, random_state=0).fit_transform(views).shape
     (60, 2)
     """
+
+    _parameter_constraints: ClassVar[dict] = TRANSDUCTIVE_PARAMETER_CONSTRAINTS
 
     def __init__(
         self,

@@ -100,13 +100,15 @@ from __future__ import annotations
 
 import logging
 import warnings
+from typing import ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 
-from .._validation import check_eps, check_positive_int, check_tol
+from .._validation import Interval, validate_params
 from ._dse import (
+    TRANSDUCTIVE_PARAMETER_CONSTRAINTS,
     ConsensusBasis,
     TransductiveError,
     _column_signs,
@@ -276,10 +278,6 @@ def ssmvd_solve(
     return C, W, np.asarray(history), converged
 
 
-def _check_lambda(value, name):
-    return check_eps(value, name)
-
-
 class SSMVD(_TransductiveViewsMixin, BaseEstimator):
     r"""Sparse unsupervised dimensionality reduction for multiple view data.
 
@@ -349,6 +347,14 @@ class SSMVD(_TransductiveViewsMixin, BaseEstimator):
     >>> SSMVD(2, lambda1=0.01, lambda2=0.01, random_state=0).fit_transform(views).shape
     (60, 2)
     """
+
+    _parameter_constraints: ClassVar[dict] = {
+        **TRANSDUCTIVE_PARAMETER_CONSTRAINTS,
+        "lambda1": [Interval("real", 0, None)],
+        "lambda2": [Interval("real", 0, None)],
+        "max_iter": [Interval("integer", 1, None)],
+        "tol": [Interval("real", 0, None)],
+    }
 
     def __init__(
         self,
@@ -423,12 +429,12 @@ class SSMVD(_TransductiveViewsMixin, BaseEstimator):
         return B * signs, W * signs[:, None], history, converged, zero_rows
 
     def _check_params(self):
-        return (
-            _check_lambda(self.lambda1, "lambda1"),
-            _check_lambda(self.lambda2, "lambda2"),
-            check_positive_int(self.max_iter, "max_iter"),
-            check_tol(self.tol),
-        )
+        p = self._validate_params()
+        return p["lambda1"], p["lambda2"], p["max_iter"], p["tol"]
+
+    def _check_lambdas(self, a, b) -> tuple[float, float]:
+        p = validate_params({"lambda1": a, "lambda2": b}, self._parameter_constraints)
+        return p["lambda1"], p["lambda2"]
 
     @staticmethod
     def _blocks(patterns, r, spectral):
@@ -491,10 +497,7 @@ class SSMVD(_TransductiveViewsMixin, BaseEstimator):
         pairs = (
             [tuple(own)]
             if lambdas is None
-            else [
-                (_check_lambda(a, "lambda1"), _check_lambda(b, "lambda2"))
-                for a, b in lambdas
-            ]
+            else [self._check_lambdas(a, b) for a, b in lambdas]
         )
         if not pairs:
             raise ValueError("lambdas is empty")
