@@ -11,7 +11,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
-# The extras environment.yml installs (bench and dev are left to pip).
+# The extras environment.yml installs (bench, dev and lint are left to pip).
 ENV_EXTRAS = ("test", "pipeline", "docs")
 
 

@@ -75,6 +75,6 @@ def atomic_write_text(
 
 
 def write_csv(frame, path: str | os.PathLike) -> None:
-    """A pandas DataFrame as CSV (UTF-8, no index, LF line ends), atomically."""
+    """Write a pandas DataFrame as CSV (UTF-8, no index, LF line ends), atomically."""
     with atomic_write(path) as part:
         frame.to_csv(part, index=False, lineterminator="\n")

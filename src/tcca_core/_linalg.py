@@ -6,6 +6,8 @@ Covariances use the paper's 1/N scaling, so that ``eps`` means what it means the
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -93,6 +95,15 @@ class LinearProjectionMixin:
 
     Needs the fitted ``means_``, ``projections_`` (W_p) and ``n_features_in_``.
     """
+
+    if TYPE_CHECKING:  # set by the host estimator's fit
+        means_: list
+        projections_: list
+        n_features_in_: list
+
+        def fit(self, views, y=None) -> Any:
+            """Fit the host estimator."""
+            ...
 
     def transform(self, views, per_view: bool = False):
         """[Z_1 ... Z_k] with Z_p = (X_p - mean_p) W_p, stacked or as a list."""

@@ -7,8 +7,10 @@ parameter or value, so that a user can fix the call without reading the source.
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 from numbers import Integral, Real
+from typing import TYPE_CHECKING, ClassVar, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -177,9 +179,11 @@ def _is_constant(X) -> bool:
 
 
 def check_varying(views, name: str, skip=()) -> None:
-    """Reject a view whose rows are all equal: after centering it is zero, so the
-    moment tensor (a product over all views) is zero and ``name`` has no component.
-    Views whose index is in ``skip`` (precomputed kernels) are not checked.
+    """Reject a view whose rows are all equal.
+
+    After centering such a view is zero, so the moment tensor (a product over all
+    views) is zero and ``name`` has no component. Views whose index is in ``skip``
+    (precomputed kernels) are not checked.
     """
     for p, X in enumerate(views):
         if p not in skip and _is_constant(X):
@@ -216,7 +220,7 @@ def named_als_failure(name: str, n_components):
 
 def check_eps(eps, name: str = "eps") -> float:
     """Return ``eps`` as a float if it is a finite number >= 0."""
-    if isinstance(eps, bool) or not isinstance(eps, Real) or not np.isfinite(eps):
+    if isinstance(eps, bool) or not isinstance(eps, Real) or not math.isfinite(eps):
         raise ValueError(f"{name} must be a finite number >= 0, got {eps!r}")
     if eps < 0:
         raise ValueError(f"{name} must be >= 0, got {eps!r}")
@@ -246,13 +250,13 @@ def check_n_components(n_components, r_max: int, why: str) -> int:
 
 
 def as_generator(random_state) -> np.random.Generator:
-    """A numpy Generator from None, an int, a Generator or a RandomState."""
+    """Return a numpy Generator from None, an int, a Generator or a RandomState."""
     if isinstance(random_state, np.random.Generator):
         return random_state
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(2**32 - 1))
     if random_state is None or isinstance(random_state, Integral):
-        return np.random.default_rng(random_state)
+        return np.random.default_rng(cast(int | None, random_state))
     raise ValueError(
         f"random_state must be None, an int or a numpy Generator, got {random_state!r}"
     )
@@ -291,7 +295,7 @@ class Interval:
             return False
         if self.kind == "integer" and not isinstance(value, Integral):
             return False
-        if not isinstance(value, Real) or not np.isfinite(value):
+        if not isinstance(value, Real) or not math.isfinite(value):
             return False
         lo_ok = self.left is None or (
             value >= self.left if self.closed in ("both", "left") else value > self.left
@@ -403,8 +407,14 @@ def validate_params(params, constraints) -> dict:
 class ParamsMixin:
     """``_validate_params()`` from the class's ``_parameter_constraints``."""
 
-    _parameter_constraints: dict = {}
+    _parameter_constraints: ClassVar[dict] = {}
+
+    if TYPE_CHECKING:  # provided by sklearn's BaseEstimator
+
+        def get_params(self, deep: bool = True) -> dict:
+            """Return the estimator's parameters."""
+            ...
 
     def _validate_params(self) -> dict:
-        """The estimator's parameters, checked; see :func:`validate_params`."""
+        """Return the estimator's parameters, checked; see :func:`validate_params`."""
         return validate_params(self.get_params(deep=False), self._parameter_constraints)

@@ -131,7 +131,7 @@ def _class_name(cls: type) -> str:
 
 
 def _resolve_class(name) -> type:
-    """The allow-listed class ``name``; anything else is refused before importing."""
+    """Return the allow-listed class ``name``; refuse anything else before importing."""
     if not isinstance(name, str) or name not in _CLASSES:
         raise EntryError(f"class {name!r} is not one a cache entry may hold")
     module, attr = _CLASSES[name]
@@ -347,7 +347,7 @@ def decode_value(tree, arrays) -> object:
 
 
 def _write_entry(fh, meta: dict, arrays: dict[str, np.ndarray]) -> None:
-    """An uncompressed zip of ``.npy`` members: the arrays, then ``__meta__``."""
+    """Write an uncompressed zip of ``.npy`` members: the arrays, then ``__meta__``."""
     meta_bytes = json.dumps(meta, allow_nan=True, separators=(",", ":")).encode()
     members = {**arrays, _META: np.frombuffer(meta_bytes, dtype=np.uint8)}
     with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as zf:
@@ -360,7 +360,7 @@ def _write_entry(fh, meta: dict, arrays: dict[str, np.ndarray]) -> None:
 
 
 def _read_entry(fh, size: int, digest: str):
-    """The value stored in the open entry file ``fh``, checked against ``digest``."""
+    """Read the value stored in the open entry file ``fh``, checked by ``digest``."""
     with zipfile.ZipFile(fh) as zf:  # not a zip: BadZipFile, a miss
         infos = zf.infolist()
         if sum(i.file_size for i in infos) > size:
@@ -445,6 +445,7 @@ class FitCache:
 
     # -- mapping
     def __getitem__(self, key):
+        """Return the entry of ``key`` (KeyError when there is none)."""
         value = self._load(key)
         if value is _MISSING:
             raise KeyError(key)
@@ -452,6 +453,7 @@ class FitCache:
         return value
 
     def __setitem__(self, key, value) -> None:
+        """Store ``value`` under ``key`` (atomically; a full disk only warns)."""
         digest = self._digest(key)
         try:
             tree, arrays = encode_value(value)

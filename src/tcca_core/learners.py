@@ -196,6 +196,7 @@ class RLS(ParamsMixin, ClassifierMixin, BaseEstimator):
         return S[:, 0] if self.classes_.size == 2 else S
 
     def predict(self, X) -> np.ndarray:
+        """Predict the class of each row of X (the largest score)."""
         return _decide(self.decision_function(X), self.classes_)
 
 
@@ -254,6 +255,7 @@ class KernelRLS(ParamsMixin, ClassifierMixin, BaseEstimator):
         return S[:, 0] if self.classes_.size == 2 else S
 
     def predict(self, K) -> np.ndarray:
+        """Predict from the (n, N_l) kernel between new and labeled samples."""
         return _decide(self.decision_function(K), self.classes_)
 
 
@@ -276,6 +278,7 @@ class KNNResult:
 
     @property
     def k_values(self) -> np.ndarray:
+        """The k of each row of ``labels``: 1..k_max."""
         return np.arange(1, self.labels.shape[0] + 1)
 
 
@@ -300,7 +303,7 @@ def _knn_chunk(D: np.ndarray, codes_ref: np.ndarray, C: int, k_max: int):
 
 
 def knn_from_distances(D, y_ref, k_max: int = 10, classes=None) -> KNNResult:
-    """kNN predictions for all k = 1..k_max from a (n_query, n_ref) distance matrix.
+    """KNN predictions for all k = 1..k_max from a (n_query, n_ref) distance matrix.
 
     Neighbours are ranked by distance, ties in distance by reference index (lower
     first). The predicted class is the majority among the k nearest; a tie in the
@@ -342,7 +345,7 @@ def knn_from_distances(D, y_ref, k_max: int = 10, classes=None) -> KNNResult:
 
 
 def euclidean_knn(X_ref, y_ref, X_query, k_max: int = 10) -> KNNResult:
-    """kNN with the Euclidean distance for all k = 1..k_max (see knn_from_distances)."""
+    """KNN with the Euclidean distance for all k = 1..k_max (see knn_from_distances)."""
     X_ref, y_ref = _check_xy(X_ref, y_ref)
     X_query, _ = _check_xy(X_query, None)
     if X_query.shape[1] != X_ref.shape[1]:
@@ -357,7 +360,7 @@ def euclidean_knn(X_ref, y_ref, X_query, k_max: int = 10) -> KNNResult:
 def kernel_knn(
     K_query_ref, y_ref, k_max: int = 10, diag_query=None, diag_ref=None
 ) -> KNNResult:
-    """kNN with the kernel distance d_K^2 = K_ii + K_jj - 2 K_ij, all k = 1..k_max.
+    """KNN with the kernel distance d_K^2 = K_ii + K_jj - 2 K_ij, all k = 1..k_max.
 
     Without ``diag_query``/``diag_ref`` the kernel is taken to have a constant
     diagonal (true for the paper's exp(-d / max d) kernels), so neighbours are
@@ -407,7 +410,9 @@ class KNN(ParamsMixin, ClassifierMixin, BaseEstimator):
         return knn_from_distances(D, self.y_fit_, self.n_neighbors, self.classes_)
 
     def predict(self, X) -> np.ndarray:
+        """Predict the class of each query row (features or distances)."""
         return self._result(X).labels[-1]
 
     def predict_proba(self, X) -> np.ndarray:
+        """Return the vote fractions of the classes among the n_neighbors nearest."""
         return self._result(X).votes[-1]

@@ -62,7 +62,7 @@ GAMMA = 1e-2
 
 
 def resolve(dotted: str) -> Any:
-    """The object named ``"package.module:attribute"`` (imported on first use)."""
+    """Import and return the object named ``"package.module:attribute"``."""
     module, _, attr = dotted.partition(":")
     if not module or not attr:
         raise ValueError(f"expected 'package.module:attribute', got {dotted!r}")
@@ -186,7 +186,7 @@ class MethodSpec:
         return "rows" if self.uses_kernels or self.transductive else "views"
 
     def load_runner(self) -> Callable:
-        """The runner function (imports its module)."""
+        """Return the runner function (imports its module)."""
         return resolve(self.runner)
 
 
@@ -429,7 +429,7 @@ class LearnerSpec:
     impl: str = field(default="", kw_only=True, compare=False)
 
     def load(self) -> Callable:
-        """The implementation class (imports its module)."""
+        """Return the implementation class (imports its module)."""
         return resolve(self.impl)
 
 

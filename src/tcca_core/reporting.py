@@ -108,7 +108,7 @@ def _rank(method: str) -> int:
 
 
 def method_label(method: str) -> str:
-    """The paper's name of a method (``"cca_bst"`` -> ``"CCA (BST)"``)."""
+    """Return the paper's name of a method (``"cca_bst"`` -> ``"CCA (BST)"``)."""
     spec = METHODS.get(method)
     return method if spec is None else spec.label
 
@@ -166,7 +166,7 @@ def _std(values) -> float:
 
 
 def _r_text(rs) -> str:
-    """Selected r values joined with "/" ("" for methods without r)."""
+    """Join the selected r values with "/" ("" for methods without r)."""
     return "/".join(str(int(r)) for r in rs if pd.notna(r))
 
 
@@ -192,7 +192,7 @@ def accuracy_curves(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def accuracy_cells(runs: pd.DataFrame, reading: str = "val") -> pd.DataFrame:
-    """The number of every table cell: one row per (setting, method).
+    """Return the number of every table cell: one row per (setting, method).
 
     ``reading`` is ``"val"`` or ``"best_r"`` (see :data:`READINGS`; computed by
     :func:`tcca_core.protocol.select`). Columns: setting, method, mean, std (ddof=1
@@ -302,7 +302,9 @@ def accuracy_table(
             ref_mean = ref[0] if isinstance(ref, tuple) else None
             if paper:
                 row[f"{label} (paper)"] = (
-                    format_pm(*ref, digits) if isinstance(ref, tuple) else (ref or "")
+                    format_pm(ref[0], ref[1], digits)
+                    if isinstance(ref, tuple)
+                    else (ref or "")
                 )
                 row[f"{label} diff"] = _format_diff(
                     cell.mean if cell is not None else None, ref_mean, digits
@@ -332,7 +334,7 @@ def accuracy_table(
 
 
 def _num(x):
-    """A JSON-safe float (NaN -> None), rounded to drop binary noise."""
+    """Return a JSON-safe float (NaN -> None), rounded to drop binary noise."""
     if x is None:
         return None
     x = float(x)
@@ -344,7 +346,7 @@ def _escape_md(text: str) -> str:
 
 
 def to_markdown(table: pd.DataFrame, title: str = "", notes: Sequence[str] = ()) -> str:
-    """A GitHub-flavoured Markdown table, with the title above and notes below."""
+    """Render a GitHub-flavoured Markdown table, title above and notes below."""
     cols = list(table.columns)
     lines = []
     if title:
@@ -381,7 +383,7 @@ def _escape_tex(text) -> str:
 def to_latex(
     table: pd.DataFrame, title: str = "", label: str = "", notes: Sequence[str] = ()
 ) -> str:
-    """A standalone ``table`` environment (booktabs rules, ``$\\pm$`` in the cells)."""
+    r"""Render a standalone ``table`` environment (booktabs, ``$\pm$`` in the cells)."""
     cols = list(table.columns)
     spec = "l" + "r" * (len(cols) - 1)
     lines = [r"\begin{table}[!t]", r"\centering"]
@@ -537,10 +539,10 @@ def cost_table(
     jobs: pd.DataFrame | None,
     columns: Sequence[Mapping],
     *,
-    threads: int | None = None,
+    threads: int | Sequence[int] | None = None,
     machine: str = "",
 ) -> pd.DataFrame:
-    """The cost table shown to readers: one row per (setting, method).
+    """Return the cost table shown to readers: one row per (setting, method).
 
     Fit time and peak memory at the selected r (measured inside the fit, per r), then
     whole-job time and max RSS from the benchmark files (imports and data loading
@@ -606,8 +608,11 @@ def _draw(ax, method: str, g: pd.DataFrame, value: str, band: str | None = None)
 
 
 def _figure(n_panels: int, rows_per_panel: int, height: float):
-    """A bare Figure (no pyplot: no global state, no GUI backend) with the panels in
-    blocks of at most three columns; returns (fig, [axes of panel i, top to bottom])."""
+    """Make a bare Figure with the panels in blocks of at most three columns.
+
+    No pyplot: no global state, no GUI backend. Returns (fig, [axes of panel i, top
+    to bottom]).
+    """
     from matplotlib.figure import Figure
 
     ncols = min(n_panels, _MAX_COLS)
@@ -630,7 +635,7 @@ def _figure(n_panels: int, rows_per_panel: int, height: float):
 
 
 def _finish(fig, title: str, paths: Sequence[str | os.PathLike]):
-    handles = {}
+    handles: dict = {}
     for ax in fig.axes:
         for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, h)
@@ -694,8 +699,10 @@ def plot_cost(
     subtitle: str = "",
     same_as: Mapping[str, Mapping[str, str]] | None = None,
 ) -> None:
-    """Fit time (s, log scale) and peak memory (MB) against r, one pair of panels per
-    table column."""
+    """Plot fit time (s, log scale) and peak memory (MB) against r.
+
+    One pair of panels per table column.
+    """
     fig, panels = _figure(len(columns), 2, 2.6)
     for (ax_t, ax_m), col in zip(panels, columns, strict=True):
         sub = _with_same_as(costs, col["setting"], same_as)
@@ -759,7 +766,7 @@ _PACKAGES = (
 
 def package_versions(packages: Sequence[str] = _PACKAGES) -> dict:
     """Installed versions of the packages the results depend on (None if absent)."""
-    out = {}
+    out: dict[str, str | None] = {}
     for name in packages:
         try:
             out[name] = metadata.version(name)
@@ -773,8 +780,10 @@ OUTPUT_PATHS = ("results", "REPRODUCTION.md")
 
 
 def git_commit(path: str | os.PathLike) -> dict:
-    """The commit of the repository holding ``path`` and whether the tree is dirty
-    (tracked changes outside :data:`OUTPUT_PATHS`, which a rerun rewrites)."""
+    """Return the commit of the repository holding ``path``, and whether it is dirty.
+
+    Dirty: tracked changes outside :data:`OUTPUT_PATHS` (which a rerun rewrites).
+    """
 
     def git(*args):
         return subprocess.run(
@@ -826,7 +835,7 @@ def table_record(
     cost_selected: pd.DataFrame | None = None,
     threads=None,
 ) -> dict:
-    """The machine-readable content of one table (``results/tables/<name>.json``).
+    """Build the machine-readable record of one table (``results/tables/<name>.json``).
 
     ``curves`` (:func:`accuracy_curves`), ``cost_r`` (:func:`cost_by_r`) and
     ``cost_selected`` (:func:`cost_at_selected`) add the numbers behind the figures

@@ -109,7 +109,7 @@ def _setting_of(summary, table, column) -> str | None:
 
 
 def outside_paper(rec: Mapping, n_std: float = N_STD) -> bool | None:
-    """True when our mean lies outside the paper's mean +- n_std paper stds.
+    """Return True when our mean lies outside the paper's mean +- n_std paper stds.
 
     None when there is nothing to compare (no paper number, or no result).
     """
@@ -504,7 +504,7 @@ def _own_grids(cfg: Mapping) -> list[str]:
 
 
 def _reduced_run_banner(summary: Mapping) -> list[str]:
-    """A warning when the run was not the paper's grid (5 splits, the paper's r)."""
+    """Warn when the run was not the paper's grid (5 splits, the paper's r)."""
     cfg = (summary.get("provenance") or {}).get("config") or {}
     n_splits, r_grid = cfg.get("n_splits"), cfg.get("r_grid")
     if n_splits == 5 and r_grid == "paper":
@@ -527,7 +527,7 @@ def build(
     missing: Mapping[str, str] | None = None,
     figures: str = "results/figures",
 ) -> str:
-    """The text of REPRODUCTION.md.
+    """Return the text of REPRODUCTION.md.
 
     Parameters
     ----------

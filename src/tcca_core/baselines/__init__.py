@@ -1,6 +1,7 @@
-"""Baselines of Luo et al. (TKDE 2015, section 5): BSF, CAT, CCA, CCA-LS, DSE, SSMVD
-and, for kernels, BSK, AVG and KCCA. The protocol that runs them is
-:mod:`tcca_core.protocol`.
+"""Baselines of Luo et al. (TKDE 2015, section 5).
+
+BSF, CAT, CCA, CCA-LS, DSE, SSMVD and, for kernels, BSK, AVG and KCCA. The protocol
+that runs them is :mod:`tcca_core.protocol`.
 """
 
 from ._cca import CCA, KCCA, cca, kcca_from_kernels, view_pairs

@@ -70,7 +70,7 @@ __all__ = [
 
 
 def view_pairs(m: int) -> list[tuple[int, int]]:
-    """The m(m-1)/2 pairs (p, q), p < q, in lexicographic order."""
+    """Return the m(m-1)/2 pairs (p, q), p < q, in lexicographic order."""
     return list(combinations(range(m), 2))
 
 
@@ -102,7 +102,7 @@ def _constant_message(p: int, name: str) -> str:
 
 
 def check_not_constant(views, name: str) -> None:
-    """A view whose rows are all equal is zero once centered: named, not fitted."""
+    """Reject a view whose rows are all equal (zero once centered), naming it."""
     for p, X in enumerate(views):
         if _is_constant(X):
             raise ValueError(
@@ -112,9 +112,11 @@ def check_not_constant(views, name: str) -> None:
 
 
 def _svd(T: np.ndarray, full_matrices: bool = False):
-    """numpy's SVD (LAPACK gesdd), falling back to the slower but more robust
-    gesvd driver when gesdd does not converge (it happens on Ads' nearly
-    rank-deficient cross-covariances)."""
+    """Compute numpy's SVD (LAPACK gesdd), else the slower, more robust gesvd.
+
+    gesdd does not always converge (it happens on Ads' nearly rank-deficient
+    cross-covariances).
+    """
     try:
         return np.linalg.svd(T, full_matrices=full_matrices)
     except np.linalg.LinAlgError:

@@ -472,6 +472,8 @@ def view_patterns(
                     n_comp,
                     n_bridges,
                 )
+            if n_patterns is None:
+                raise ValueError("view_embedding='spectral' needs n_patterns")
             A, lam = spectral_patterns(W, n_patterns, rng)
             info = ViewPatternInfo(
                 X.shape[1],

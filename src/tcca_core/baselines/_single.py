@@ -15,6 +15,8 @@ Rows are samples. These methods have no dimension r; the protocol
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -30,7 +32,7 @@ __all__ = [
 
 
 def l2_normalize_rows(X):
-    """x <- x / ||x||_2 for every row; all-zero rows are left as they are.
+    """X <- x / ||x||_2 for every row; all-zero rows are left as they are.
 
     Works on dense arrays and sparse matrices (returned as CSR).
     """
@@ -97,7 +99,7 @@ def average_kernels(kernels, diags_rows=None, diags_cols=None) -> np.ndarray:
     m = len(kernels)
     dr = diags_rows or [None] * m
     dc = diags_cols or [None] * m
-    return (
-        sum(normalize_kernel(K, a, b) for K, a, b in zip(kernels, dr, dc, strict=True))
-        / m
+    total = sum(
+        normalize_kernel(K, a, b) for K, a, b in zip(kernels, dr, dc, strict=True)
     )
+    return cast(np.ndarray, total / m)

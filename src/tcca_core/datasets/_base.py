@@ -379,8 +379,11 @@ def _stale_reason(
 
 
 def _views_file_problem(f: Path, manifest: dict, verify: bool) -> str | None:
-    """Whether ``f`` is the file the manifest describes: size and mtime, then the
-    sha256 when the mtime differs (or was not recorded) or ``verify`` asks."""
+    """Say why ``f`` is not the file the manifest describes (None if it is).
+
+    Size and mtime are compared, then the sha256 when the mtime differs (or was not
+    recorded) or ``verify`` asks.
+    """
     rec = manifest.get("files", {}).get(VIEWS_FILE, {})
     try:
         st = f.stat()

@@ -95,8 +95,10 @@ class UnsafeArchiveError(RuntimeError):
 
 
 class WriteError(RuntimeError):
-    """Writing a file failed (a full disk, a read-only or unwritable folder); the
-    partial file has been removed."""
+    """Writing a file failed (a full disk, a read-only or unwritable folder).
+
+    The partial file has been removed.
+    """
 
 
 def _mount_point(path: Path) -> Path:
@@ -109,7 +111,7 @@ def _mount_point(path: Path) -> Path:
 
 
 def _write_error(dest: str | os.PathLike, exc: OSError) -> WriteError:
-    """A one-line WriteError naming ``dest``, its disk and the cause."""
+    """Return a one-line WriteError naming ``dest``, its disk and the cause."""
     dest = Path(dest)
     mount = _mount_point(dest.parent)
     try:
@@ -137,8 +139,11 @@ def _limit(size: int | None) -> int | None:
 
 
 class _Sink:
-    """A ``.part`` file whose write errors become :class:`WriteError` (naming
-    ``dest``) and which is removed on any error; at most ``limit`` bytes."""
+    """A ``.part`` file whose write errors become :class:`WriteError`.
+
+    The error names ``dest``; the file is removed on any error; at most ``limit``
+    bytes are accepted.
+    """
 
     def __init__(
         self, part: Path, dest: Path, *, limit=None, label="", append=False, keep=False
@@ -288,7 +293,7 @@ def verify_sha256(
 
 
 def looks_like_html(path: str | os.PathLike) -> bool:
-    """True when a file starts like an HTML document (an error page, a login wall)."""
+    """Return True when a file starts like an HTML document (an error page...)."""
     with open(path, "rb") as f:
         head = f.read(1024)
     head = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
@@ -888,8 +893,9 @@ def local_status(
     package_dirs: Sequence[str | os.PathLike] = (),
     instructions: str = "",
 ) -> tuple[bool, str]:
-    """Whether :func:`fetch_raw_files` can be expected to succeed, without any I/O
-    beyond looking at local file names (no hashing, no network).
+    """Tell whether :func:`fetch_raw_files` can be expected to succeed.
+
+    No I/O beyond looking at local file names (no hashing, no network).
 
     Returns
     -------

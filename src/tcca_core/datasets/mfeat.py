@@ -168,6 +168,7 @@ def _build(paths) -> Prepared:
                 "the files are not row-aligned"
             )
         views.append(X)
+    assert y is not None  # VIEWS is not empty
     logger.info("mfeat: %d samples, view dims %s", len(y), [X.shape[1] for X in views])
     classes = [str(c) for c in range(int(y.max()) + 1)] if len(y) else []
     return Prepared(

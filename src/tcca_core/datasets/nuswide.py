@@ -142,7 +142,7 @@ _MAX_DEPTH = 4
 
 
 def _wanted_names() -> dict[str, str]:
-    """Base file name -> manifest key (relative path in the official layout)."""
+    """Map each base file name to its manifest key (path in the official layout)."""
     names = {}
     for _, all_name, split_names, _ in VIEWS:
         for n in (all_name, *split_names):
@@ -449,8 +449,10 @@ def _build(paths, selection: str = "single") -> Prepared:
         if order == plan["order"]:
             file_rows = rows
         elif plan["order"] == "all":  # view in split order, rows in all order
+            assert inv is not None  # the image lists give the order
             file_rows = inv[rows]
         else:  # view in all order, rows in split order
+            assert perm is not None
             file_rows = perm[rows]
         views.append(_read_rows([paths[k] for k in keys], file_rows, dim, n_total))
     info = {

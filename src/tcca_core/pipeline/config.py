@@ -27,6 +27,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..datasets import DATASETS
@@ -152,7 +153,7 @@ def _describe(error):
 
 
 def load_schema(schema_path: str | os.PathLike) -> dict:
-    """The configuration schema, with the registry's method and learner names.
+    """Load the configuration schema, with the registry's method and learner names.
 
     The schema file leaves these names open (``workflow/schemas/config.schema.yaml``);
     they are filled in here from :mod:`tcca_core.registry`, so that a method
@@ -196,7 +197,7 @@ def _check_method_options(key, methods):
 
 
 def _check_r_grid(dataset, dcfg, setting, s):
-    """An r above the largest r any method of the setting can return is an error."""
+    """Reject an r above the largest r that any method of the setting can return."""
     grid = R_GRID_PAPER if s["r_grid"] == "paper" else s["r_grid"]
     bound = r_bound(
         dataset,
@@ -221,12 +222,15 @@ def _check_r_grid(dataset, dcfg, setting, s):
 
 
 def resolve_settings(cfg: dict) -> dict:
-    """Each setting with its `methods` and `r_grid` resolved; checks cross-references,
-    data-set and method options, and the r grids against what the methods allow."""
+    """Resolve each setting's `methods` and `r_grid`, checking as it goes.
+
+    Checks cross-references, data-set and method options, and the r grids against
+    what the methods allow (ConfigError naming the key).
+    """
     method_sets = cfg.get("method_sets", {})
     for name, methods in method_sets.items():
         _check_method_options(f"method_sets.{name}", methods)
-    resolved = {}
+    resolved: dict[str, dict] = {}
     known = sorted(DATASETS)
     for dataset, dcfg in cfg["datasets"].items():
         if dataset not in DATASETS:
@@ -327,7 +331,7 @@ def r_bound(
     fit_extra: str | None = None,
     extra_subset: int | None = None,
 ) -> tuple[int, str] | None:
-    """The largest r any of ``methods`` can return on a setting, and why.
+    """Return the largest r any of ``methods`` can return on a setting, and why.
 
     Every method caps r at its own r_max (rows above it are recorded as
     ``r_capped``); an r above this bound is capped for every method of the setting,
@@ -393,8 +397,9 @@ def _view_problem(views, named) -> str | None:
 
 
 def value_problems(config: dict, settings: dict) -> list[tuple[str, str]]:
-    """(key, problem) for configuration values that pass the schema but cannot work:
-    views out of range or unknown, a ``pool`` the data set does not have, a subset
+    """List (key, problem) for values that pass the schema but cannot work.
+
+    Views out of range or unknown, a ``pool`` the data set does not have, a subset
     larger than the data set, an unknown paper table or column.
 
     ``settings`` are common.smk's resolved settings (methods resolved). Only what is
@@ -481,14 +486,14 @@ def value_problems(config: dict, settings: dict) -> list[tuple[str, str]]:
     return problems
 
 
-def r_grid_of(setting: dict) -> list[int]:
-    """The r grid of a resolved setting (``"paper"``: the registry's R_GRID_PAPER)."""
+def r_grid_of(setting: Mapping) -> list[int]:
+    """Return the r grid of a resolved setting (``"paper"``: R_GRID_PAPER)."""
     grid = setting["r_grid"]
     return list(R_GRID_PAPER) if grid == "paper" else list(grid)
 
 
 def check_config(cfg: dict) -> dict:
-    """Steps 3 and 4 (after the schema): the resolved settings, or ConfigError.
+    """Run steps 3 and 4 (after the schema): the resolved settings, or ConfigError.
 
     Returns ``{dataset: {setting: resolved setting}}``: each setting with its
     ``methods`` (a method set's name replaced by the set), ``r_grid`` and

@@ -117,7 +117,7 @@ def load_views(
 
 
 def derived_rng(seed: int, *names: object) -> np.random.Generator:
-    """A generator for one purpose, derived from the config seed and stable names."""
+    """Return a generator for one purpose, from the config seed and stable names."""
     return np.random.default_rng(
         [int(seed), *(zlib.crc32(str(n).encode()) for n in names)]
     )
@@ -177,7 +177,7 @@ def draw_splits(
     data_root: PathLike,
     mirror: PathLike | None = None,
 ) -> None:
-    """The random subset (if any) and the splits of one setting, written to ``out``.
+    """Draw the random subset (if any) and the splits of one setting into ``out``.
 
     ``cfg`` holds the setting's keys (common.smk's ``split_params``): dataset,
     setting, load, views, n_labeled, per_class, subset, pool, fit_on, n_splits,
@@ -352,8 +352,8 @@ def build_table(
     paper, same_as = spec.get("paper"), spec["same_as"]
     if not isinstance(runs, pd.DataFrame):
         runs = pd.concat([pd.read_csv(f) for f in runs], ignore_index=True)
-    threads = sorted(int(t) for t in runs["threads"].dropna().unique())
-    threads = threads[0] if len(threads) == 1 else threads
+    counts = sorted(int(t) for t in runs["threads"].dropna().unique())
+    threads: int | list[int] = counts[0] if len(counts) == 1 else counts
     machine = reporting.machine_text()
 
     # Accuracy, both readings. No timing in these files: reruns reproduce them exactly.

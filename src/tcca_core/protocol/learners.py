@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, cast
 
 import numpy as np
 
@@ -72,7 +72,7 @@ class Learner:
 
     @classmethod
     def grid_from(cls, value) -> Sequence:
-        """The grid that :attr:`legacy_option` = ``value`` stands for."""
+        """Return the grid that :attr:`legacy_option` = ``value`` stands for."""
         raise NotImplementedError
 
     def predict(self, Z_lab, y_lab, Z_eval, classes) -> _Out:
@@ -80,7 +80,7 @@ class Learner:
         raise NotImplementedError
 
     def predict_kernel(self, K_ll, K_el, y_lab, diag_lab, diag_eval, classes) -> _Out:
-        """Same from the kernel among the labeled rows and evaluated x labeled."""
+        """Predict the same from the kernels labeled x labeled, evaluated x labeled."""
         raise NotImplementedError
 
     def aggregate(self, outs: list[_Out], classes) -> _Out:
@@ -108,6 +108,7 @@ class RLSLearner(Learner):
         return _Out(classes[np.argmax(S, axis=2)], list(self.grid), scores=S)
 
     def predict(self, Z_lab, y_lab, Z_eval, classes) -> _Out:
+        """RLS scores of the evaluated rows, one set per gamma."""
         S = np.stack(
             [
                 _rls_scores(RLS(g).fit(Z_lab, y_lab).decision_function(Z_eval))
@@ -117,6 +118,7 @@ class RLSLearner(Learner):
         return self._decide(S, classes)
 
     def predict_kernel(self, K_ll, K_el, y_lab, diag_lab, diag_eval, classes) -> _Out:
+        """Kernel RLS scores of the evaluated rows, one set per gamma."""
         S = np.stack(
             [
                 _rls_scores(KernelRLS(g).fit(K_ll, y_lab).decision_function(K_el))
@@ -127,7 +129,8 @@ class RLSLearner(Learner):
 
     def aggregate(self, outs: list[_Out], classes) -> _Out:
         """CCA (AVG): the mean of the pair models' scores."""
-        return self._decide(np.mean([o.scores for o in outs], axis=0), classes)
+        scores = [cast(np.ndarray, o.scores) for o in outs]
+        return self._decide(np.mean(scores, axis=0), classes)
 
 
 class KNNLearner(Learner):
@@ -141,7 +144,7 @@ class KNNLearner(Learner):
         return range(1, int(value) + 1)
 
     def _pick(self, res, n_lab: int) -> _Out:
-        """The rows of a 1..k_top result for the grid's k (those <= n_lab)."""
+        """Return the rows of a 1..k_top result for the grid's k (those <= n_lab)."""
         ks = [k for k in self.grid if k <= n_lab]
         if not ks:
             raise ValueError(
@@ -157,12 +160,14 @@ class KNNLearner(Learner):
         return max([k for k in self.grid if k <= n_lab] or [1])
 
     def predict(self, Z_lab, y_lab, Z_eval, classes) -> _Out:
+        """Return kNN votes with the Euclidean distance, for every k of the grid."""
         n_lab = len(y_lab)
         return self._pick(
             euclidean_knn(Z_lab, y_lab, Z_eval, self._k_top(n_lab)), n_lab
         )
 
     def predict_kernel(self, K_ll, K_el, y_lab, diag_lab, diag_eval, classes) -> _Out:
+        """Return kNN votes with the kernel distance, for every k of the grid."""
         n_lab = len(y_lab)
         res = kernel_knn(
             K_el, y_lab, self._k_top(n_lab), diag_query=diag_eval, diag_ref=diag_lab
@@ -178,14 +183,14 @@ class KNNLearner(Learner):
         C = classes.size
         codes = np.stack([np.searchsorted(classes, o.labels) for o in outs])
         counts = (codes[..., None] == np.arange(C)).sum(axis=0)  # (G, n, C)
-        frac = np.sum([o.votes for o in outs], axis=0)
+        frac = np.sum([cast(np.ndarray, o.votes) for o in outs], axis=0)
         key = np.where(counts == counts.max(axis=2, keepdims=True), frac, -np.inf)
         labels = classes[np.argmax(key, axis=2)]
         return _Out(labels, outs[0].grid, votes=frac / len(outs))
 
 
 def make_learner(name: str, grid: Sequence | None = None, **legacy) -> Learner:
-    """The learner ``name`` of the registry, over ``grid`` (default: its own).
+    """Make the learner ``name`` of the registry, over ``grid`` (default: its own).
 
     ``legacy`` may hold the learner's old keyword (``k_max=...`` for kNN,
     ``gamma=...`` for RLS; the other learners' are ignored), used when no ``grid``
@@ -197,7 +202,7 @@ def make_learner(name: str, grid: Sequence | None = None, **legacy) -> Learner:
         raise ValueError(
             f"learner must be one of {', '.join(map(repr, LEARNERS))}, got {name!r}"
         ) from None
-    cls = spec.load()
+    cls = cast("type[Learner]", spec.load())
     option = cls.legacy_option
     if grid is None and option is not None and option in legacy:
         grid = cls.grid_from(legacy[option])
@@ -241,7 +246,7 @@ class _Context:
         )
 
     def kernel_outputs(self, K_rows_lab: np.ndarray, diag_rows: np.ndarray) -> _Out:
-        """Same from the kernel between self.rows and the labeled rows."""
+        """Predict the same from the kernel between self.rows and the labeled rows."""
         return self.model.predict_kernel(
             K_rows_lab[: self.n_l],
             K_rows_lab[self.n_l :],

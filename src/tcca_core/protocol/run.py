@@ -23,6 +23,7 @@ import tracemalloc
 from collections.abc import Sequence
 from contextlib import contextmanager
 from time import perf_counter
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -38,6 +39,15 @@ from .splits import Split, _check_split, restrict_split
 __all__ = ["run_method"]
 
 logger = logging.getLogger(__name__)
+
+
+class Cache(Protocol):
+    """What ``run_method(cache=...)`` needs: a dict or a FitCache."""
+
+    def __getitem__(self, key: Any) -> Any: ...  # noqa: D105
+
+    def __setitem__(self, key: Any, value: Any) -> None: ...  # noqa: D105
+
 
 #: Learner columns of a row before the learner's own value is filled in.
 _NO_LEARNER = {spec.param: None for spec in LEARNERS.values()}
@@ -93,7 +103,7 @@ def _self_similarity(vk: ViewKernel, X) -> np.ndarray:
 
 
 def _fingerprint(views) -> str:
-    """A digest of the views' contents (shapes, dtypes, values).
+    """Return a digest of the views' contents (shapes, dtypes, values).
 
     The cache key of split-shared fits: each run_method call validates (so may copy)
     its views, and an id() would also be reused by Python once an object is freed.
@@ -101,13 +111,14 @@ def _fingerprint(views) -> str:
     h = hashlib.sha1()
     for X in views:
         h.update(repr((type(X).__name__, X.shape, str(X.dtype))).encode())
+        parts: tuple
         if sp.issparse(X):
             X = X.tocsr()
             parts = (X.indptr, X.indices, X.data)
         else:
             parts = (X,)
         for a in parts:
-            h.update(np.ascontiguousarray(a).view(np.uint8).ravel())
+            h.update(np.ascontiguousarray(a).view(np.uint8).ravel())  # type: ignore[arg-type]
     return h.hexdigest()
 
 
@@ -175,7 +186,7 @@ class _Run:
 
     # -- data access
     def fit_data(self, idx) -> list:
-        """Views ``idx`` restricted to the fit rows, with fit_views stacked below."""
+        """Return views ``idx`` on the fit rows, with fit_views stacked below."""
         out = []
         for p in idx:
             X = self.views[p] if self.fit is None else self.views[p][self.fit]
@@ -336,7 +347,7 @@ def run_method(
     kernel="l2",
     k_max: int = K_MAX,
     gamma: float | Sequence[float] = GAMMA,
-    cache: dict | None = None,
+    cache: Cache | None = None,
     learner_grid: Sequence | None = None,
 ) -> pd.DataFrame:
     """Run one method on one split over its whole grid; return the tidy results.

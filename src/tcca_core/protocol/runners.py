@@ -43,6 +43,7 @@ __all__ = [
 
 
 def run_bsf(run: _Run, points):
+    """BSF: each view alone (L2-normalized rows), the view chosen on validation."""
     run.n_fit = 0  # no unsupervised step
     for gp in points:
         for p, X in enumerate(run.views):
@@ -53,6 +54,7 @@ def run_bsf(run: _Run, points):
 
 
 def run_cat(run: _Run, points):
+    """CAT: the views concatenated (each L2-normalized), no reduction."""
     run.n_fit = 0
     for gp in points:
         with _measure() as cost:
@@ -69,7 +71,7 @@ def run_cat(run: _Run, points):
 
 
 def _run_nested(run: _Run, points, make, idx_sets):
-    """A nested method (CCA, CCA-LS, KCCA) on each view subset: one fit, r sliced."""
+    """Run a nested method (CCA, CCA-LS, KCCA) per view subset: one fit, r sliced."""
     for idx, tag in idx_sets:
         for gp in points:
             Zs, r_max, cost = make(run, idx, gp)
@@ -108,7 +110,7 @@ def _transform(est, data, fit_cost):
 
 
 def _linear_fit(cls, kind: str):
-    """The fit of a nested linear method (CCA, CCA-LS) on the views ``idx``."""
+    """Return the fit of a nested linear method (CCA, CCA-LS) on the views ``idx``."""
 
     def fit(run: _Run, idx, gp):
         est, cost = _fit_once(
@@ -149,14 +151,17 @@ def _pairs(run: _Run):
 
 
 def run_cca_bst(run: _Run, points):
+    """CCA (BST): two-view CCA on every pair, the pair chosen on validation."""
     _run_nested(run, points, _fit_cca, _pairs(run))
 
 
 def run_kcca_bst(run: _Run, points):
+    """KCCA (BST): kernel CCA on every pair, the pair chosen on validation."""
     _run_nested(run, points, _fit_kcca, _pairs(run))
 
 
 def run_cca_ls(run: _Run, points):
+    """CCA-LS: one multi-view CCA (least-squares form) on all the views."""
     _run_nested(run, points, _fit_cca_ls, [(tuple(range(run.m)), None)])
 
 
@@ -186,16 +191,20 @@ def _run_avg_pairs(run: _Run, points, fit):
 
 
 def run_cca_avg(run: _Run, points):
+    """CCA (AVG): CCA on every pair, the pair models combined."""
     _run_avg_pairs(run, points, _fit_cca)
 
 
 def run_kcca_avg(run: _Run, points):
+    """KCCA (AVG): kernel CCA on every pair, the pair models combined."""
     _run_avg_pairs(run, points, _fit_kcca)
 
 
 def _run_path(run: _Run, points, r_max, fit_path, fit_data, row_data, scale=1.0):
-    """Rank grid of TCCA/KTCCA through ``fit_path``: the whitening (or kernels and
-    Cholesky factors) and the moment tensor are computed once per grid point.
+    """Run the rank grid of TCCA/KTCCA through ``fit_path``.
+
+    The whitening (or kernels and Cholesky factors) and the moment tensor are
+    computed once per grid point.
 
     fit_s per r is the estimator's ``fit_seconds_``: its own ALS plus the shared
     setup; peak_mb is the peak of the whole path (``fit_shared`` is True).
@@ -217,6 +226,7 @@ def _run_path(run: _Run, points, r_max, fit_path, fit_data, row_data, scale=1.0)
                 run.add(None, r=r, r_max=r_max, params=gp)
                 continue
             est = ests[r]
+            assert path_cost is not None  # some rank was fitted
             Z = scale * est.transform(row_data)
             cost = {"fit_s": est.fit_seconds_, "peak_mb": path_cost["peak_mb"]}
             run.add(
@@ -231,6 +241,7 @@ def _run_path(run: _Run, points, r_max, fit_path, fit_data, row_data, scale=1.0)
 
 
 def run_tcca(run: _Run, points):
+    """TCCA (and TCCA on the uncentered views): the rank path per eps."""
     from .._tcca import TCCA, max_cp_rank
 
     dims = [X.shape[1] for X in run.views]
@@ -246,6 +257,7 @@ def run_tcca(run: _Run, points):
 
 
 def run_ktcca(run: _Run, points):
+    """KTCCA: the rank path per eps on the views' kernels."""
     from .._ktcca import KTCCA
 
     K = [run.kernels(p) for p in range(run.m)]
@@ -310,6 +322,7 @@ def _spectral_r_max(data, gp: dict, seed) -> int:
 
 
 def run_dse(run: _Run, points):
+    """DSE: transductive consensus embedding, one fit per r (shared by splits)."""
     from ..baselines._dse import DSE
 
     data, pos, rows = _spectral_data(run)
@@ -340,6 +353,7 @@ def run_dse(run: _Run, points):
 
 
 def run_ssmvd(run: _Run, points):
+    """SSMVD: one fit per r serving every (lambda1, lambda2) of the grid."""
     from ..baselines._ssmvd import SSMVD
 
     data, pos, rows = _spectral_data(run)
@@ -382,6 +396,7 @@ def run_ssmvd(run: _Run, points):
 
 
 def run_bsk(run: _Run, points):
+    """BSK: each view's kernel alone, the view chosen on validation."""
     for p in range(run.m):
         K = run.kernels(p)
         out = run.ctx.kernel_outputs(K["rows_lab"], K["diag_rows"])
@@ -389,6 +404,7 @@ def run_bsk(run: _Run, points):
 
 
 def run_avg(run: _Run, points):
+    """AVG: the mean of the views' normalized kernels."""
     Ks = [run.kernels(p) for p in range(run.m)]
     with _measure() as cost:
         lab = slice(0, run.ctx.n_l)

@@ -76,7 +76,7 @@ def _valid(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def select_per_split(results: pd.DataFrame, by=None) -> pd.DataFrame:
-    """Reading (A), per split: the row with the best validation accuracy.
+    """Select per split (reading A) the row with the best validation accuracy.
 
     Groups are ``by`` (default: ``method``, ``learner`` and every column that is
     not one of :data:`RESULT_COLUMNS`, e.g. a ``dataset`` column added by the
@@ -92,7 +92,7 @@ def select_per_split(results: pd.DataFrame, by=None) -> pd.DataFrame:
 
 
 def accuracy_by_r(results: pd.DataFrame, by=None) -> pd.DataFrame:
-    """Reading (B)'s curve: per r, test accuracy at the validation-chosen parameters.
+    """Compute reading (B)'s curve: per r, test accuracy at validated parameters.
 
     In every (group, split, r) the other parameters (eps, k, view/pair, lambdas) are
     chosen on validation; then mean, std (ddof=1) and count over splits per r.
@@ -115,7 +115,7 @@ def accuracy_by_r(results: pd.DataFrame, by=None) -> pd.DataFrame:
 
 
 def select(results: pd.DataFrame, by=None) -> pd.DataFrame:
-    """The paper's "accuracy at the best dimension", both readings (baselines.md 1).
+    """Compute the paper's "accuracy at the best dimension", both readings.
 
     (A) ``acc_val_mean`` +- ``acc_val_std``: per split the test accuracy at the
     validation-selected parameters (r included; ties: smaller r, larger eps, smaller

@@ -44,7 +44,7 @@ class Split:
     fit: np.ndarray | None = None
 
     def fit_rows(self, n_samples: int) -> np.ndarray:
-        """The rows the DR step is fitted on."""
+        """Return the rows the DR step is fitted on."""
         return np.arange(n_samples) if self.fit is None else self.fit
 
     def to_dict(self) -> dict:
@@ -260,7 +260,7 @@ def splits_from_labeled(
     pool=None,
     fit_on: str = "all",
 ) -> list[Split]:
-    """Splits from given labeled sets (e.g. the SSL book's official SecStr splits).
+    """Draw splits from given labeled sets (e.g. the SSL book's SecStr splits).
 
     Validation and test are drawn as in :func:`make_splits`, split i with
     ``default_rng(seed + i)``.
@@ -283,7 +283,7 @@ def splits_from_labeled(
 
 
 def restrict_split(split: Split, n_eval: int, *, seed: int | None = None) -> Split:
-    """The split restricted to a random subset of ``n_eval`` evaluation rows.
+    """Return the split restricted to a random subset of ``n_eval`` evaluation rows.
 
     For DSE/SSMVD on SecStr (baselines.md section 6): a random ``n_eval``-row subset
     of validation + test keeps each row's role (so validation stays ~20% of it) and
