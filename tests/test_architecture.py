@@ -19,12 +19,15 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tcca_core"
 FACTS = {"registry", "paper", "_io"}  # standard library only
 CORE = {
     "_validation", "_linalg", "_als", "_tensors", "_tcca", "_ktcca", "kernels",
-    "learners", "baselines",
+    "learners", "baselines", "_multiview",
 }  # fmt: skip
+SKLEARN = {"compose", "model_selection"}  # scikit-learn tools on lists of views
 #: component -> the components it may import (besides itself)
 ALLOWED = {
     **dict.fromkeys(FACTS, set()),
     **dict.fromkeys(CORE, CORE),
+    "compose": CORE,
+    "model_selection": CORE | {"compose"},
     "datasets": {"_io"},
     "fit_cache": FACTS | CORE,  # rebuilds allow-listed estimators by name
     "protocol": CORE | {"registry"},
@@ -39,7 +42,7 @@ ALLOWED = {
         "reporting",
         "reproduction",
     },  # fmt: skip
-    "__init__": CORE,
+    "__init__": CORE | SKLEARN,
 }
 
 

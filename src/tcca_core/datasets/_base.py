@@ -160,7 +160,7 @@ class DatasetSpec:
         judged from local file names only (no hashing, no network).
     instructions : str
         How to obtain the raw files by hand (used in error messages and docs).
-    n_samples : int or None
+    max_samples : int or None
         Most rows the prepared data set can have (an upper bound where it depends
         on options: NUS-WIDE's on its ``selection``), known without its files.
     view_dims : tuple of (str, int)
@@ -183,15 +183,15 @@ class DatasetSpec:
     pinned: Callable[[], dict[str, str | None]] | None = None
     status: Callable[..., tuple[bool, str]] | None = None
     instructions: str = ""
-    n_samples: int | None = None
+    max_samples: int | None = None
     view_dims: tuple[tuple[str, int], ...] = ()
     parts: tuple[str, ...] = ()
 
     def shape(self) -> tuple[int, list[tuple[str, int]]] | None:
         """(most rows, [(view name, dimension), ...]) without the files, if known."""
-        if self.n_samples is None or not self.view_dims:
+        if self.max_samples is None or not self.view_dims:
             return None
-        return self.n_samples, list(self.view_dims)
+        return self.max_samples, list(self.view_dims)
 
 
 # --------------------------------------------------------------------------- options

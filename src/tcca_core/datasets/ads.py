@@ -303,6 +303,6 @@ SPEC = DatasetSpec(
     pinned=lambda: {AD_DATA.name: AD_DATA.sha256, AD_NAMES.name: AD_NAMES.sha256},
     status=_status,
     instructions=INSTRUCTIONS,
-    n_samples=3_279,
+    max_samples=3_279,
     view_dims=tuple(zip(VIEW_NAMES, (588, 495, 472), strict=True)),
 )

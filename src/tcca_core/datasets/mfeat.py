@@ -196,6 +196,6 @@ SPEC = DatasetSpec(
     pinned=lambda: {f.name: f.sha256 for f in FILES},
     status=_status,
     instructions=INSTRUCTIONS,
-    n_samples=2_000,
+    max_samples=2_000,
     view_dims=tuple((v, DIMS[v]) for v in VIEWS),
 )

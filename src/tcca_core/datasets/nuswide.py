@@ -521,7 +521,7 @@ SPEC = DatasetSpec(
     finish=_finish,
     status=_status,
     instructions=INSTRUCTIONS,
-    n_samples=N_IMAGES,
+    max_samples=N_IMAGES,
     view_dims=tuple((n, v[3]) for n, v in zip(VIEW_NAMES, VIEWS, strict=True)),
     parts=("train", "test"),
 )

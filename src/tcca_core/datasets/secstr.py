@@ -283,7 +283,7 @@ SPEC = DatasetSpec(
     pinned=lambda: {DATA8.name: DATA8.sha256},
     status=lambda raw_dir, mirror: _status([DATA8], raw_dir, mirror),
     instructions=INSTRUCTIONS,
-    n_samples=83_679,
+    max_samples=83_679,
     view_dims=tuple((v, 105) for v in VIEW_NAMES),
 )
 
@@ -297,6 +297,6 @@ SPEC_EXTRA = DatasetSpec(
     pinned=lambda: {DATA8_EXTRA.name: DATA8_EXTRA.sha256},
     status=lambda raw_dir, mirror: _status([DATA8_EXTRA], raw_dir, mirror),
     instructions=INSTRUCTIONS,
-    n_samples=1_189_472,
+    max_samples=1_189_472,
     view_dims=tuple((v, 105) for v in VIEW_NAMES),
 )
