@@ -311,7 +311,7 @@ class KernelEigen:
 
 def _eigen_key(K: np.ndarray) -> tuple:
     h = hashlib.blake2b(digest_size=20)
-    h.update(np.ascontiguousarray(K).view(np.uint8).ravel())
+    h.update(np.ascontiguousarray(K).view(np.uint8).ravel())  # type: ignore[arg-type]
     return (K.shape, K.dtype.str, h.digest())
 
 
@@ -369,8 +369,10 @@ def clear_kernel_eigen_cache() -> None:
 
 
 def _top_singular(M: np.ndarray, r: int):
-    """Top-``r`` singular triplets of ``M`` from ``eigh`` of ``M M^T`` (subset), or
-    ``None`` when ``sigma_r`` is too small next to ``sigma_1`` for that route."""
+    """Top-``r`` singular triplets of ``M`` from ``eigh`` of ``M M^T`` (subset).
+
+    ``None`` when ``sigma_r`` is too small next to ``sigma_1`` for that route.
+    """
     n = M.shape[0]
     lam, X = sla.eigh(
         M @ M.T, subset_by_index=[n - r, n - 1], driver="evr", check_finite=False
