@@ -1,0 +1,380 @@
+"""Where a grid run's time went: CPU and wall time per job, method and data set.
+
+Reads a run's Snakemake ``benchmark:`` files (``results/benchmarks/<rule>/...tsv``,
+written by the rules in ``workflow/rules/*.smk``; columns ``s`` = wall seconds,
+``cpu_time`` = CPU seconds of the job's processes, ``max_rss`` MB, ...) and prints
+
+* every job (largest wall time first) with its wall and CPU time, ``cpu/wall`` and
+  peak RSS, flagging with ``!`` a job whose wall time is far above its CPU time
+  (``wall > --ratio x cpu`` and ``wall >= --min-wall`` s; by default 1.5 x and 30 s):
+  it waited, for the CPU (jobs or other users sharing the cores: contention) or for
+  I/O, instead of computing. With the extended benchmark format, which records
+  ``threads``, the comparison is with ``threads x wall``;
+* totals per method and per data set (wall, CPU, the flagged jobs' excess wall
+  ``wall - cpu``), and per rule;
+* what ``--cores N`` needs at least: the total CPU time / N and the longest job.
+
+Without benchmark files (a fresh checkout) it reads the committed cost tables
+``results/tables/*_cost.csv`` instead: they hold each fit job's wall time
+(``job time (s)``) but no CPU time, so nothing can be flagged.
+
+Fit job paths are ``fit/<dataset>/<setting>/<method>/split<split>.tsv``; other rules
+(``prepare_data``, ``splits``, ``gather``, ``table``, ``summary``) are listed by rule
+with the rest of their path as the job name.
+
+Usage::
+
+    python benchmarks/grid_cost.py                          # results/benchmarks
+    python benchmarks/grid_cost.py --benchmarks path/to/results/benchmarks
+    python benchmarks/grid_cost.py --tables 'results/tables/*_cost.csv'
+    python benchmarks/grid_cost.py --csv grid_cost.csv      # the per-job table
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import math
+import os
+import re
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Columns of the per-job table, in order.
+JOB_COLUMNS = (
+    "rule",
+    "dataset",
+    "setting",
+    "method",
+    "split",
+    "job",
+    "wall_s",
+    "cpu_s",
+    "threads",
+    "cpu_per_wall",
+    "max_rss_mb",
+    "repeats",
+    "contention",
+    "source",
+)
+
+
+def _number(value) -> float:
+    """A float from a benchmark or cost-table cell ("NA", "-", "12.3 ± 0.4" ...)."""
+    if value is None:
+        return math.nan
+    if isinstance(value, (int, float)):
+        return float(value)
+    m = re.match(r"\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)", str(value))
+    return float(m.group(1)) if m else math.nan
+
+
+def _job_fields(rel: Path) -> dict:
+    """rule, dataset, setting, method, split and a job name from a benchmark path."""
+    parts = rel.with_suffix("").parts
+    rule = parts[0]
+    out = {"rule": rule, "dataset": "", "setting": "", "method": "", "split": ""}
+    if rule == "fit" and len(parts) == 5:
+        out.update(dataset=parts[1], setting=parts[2], method=parts[3])
+        out["split"] = parts[4].removeprefix("split")
+    elif rule in ("prepare_data", "splits", "gather") and len(parts) >= 2:
+        out["dataset"] = parts[1]
+        if len(parts) >= 3:
+            out["setting"] = parts[2]
+    out["job"] = "/".join(parts)
+    return out
+
+
+def read_benchmarks(folder) -> pd.DataFrame:
+    """One row per benchmark file under ``folder`` (``results/benchmarks``).
+
+    A file with several rows (Snakemake's ``repeat``) gives the mean of its rows.
+    """
+    folder = Path(folder)
+    rows = []
+    for path in sorted(folder.rglob("*.tsv")):
+        try:
+            table = pd.read_csv(path, sep="\t", dtype=str)
+        except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
+            print(f"skipped {path}: {exc}", file=sys.stderr)
+            continue
+        if "s" not in table.columns or table.empty:
+            print(f"skipped {path}: not a Snakemake benchmark file", file=sys.stderr)
+            continue
+        values = {
+            col: pd.Series([_number(v) for v in table[col]], dtype=float)
+            for col in ("s", "cpu_time", "max_rss", "threads")
+            if col in table.columns
+        }
+        row = _job_fields(path.relative_to(folder))
+        wall = values["s"].mean()
+        cpu = values["cpu_time"].mean() if "cpu_time" in values else math.nan
+        threads = values["threads"].mean() if "threads" in values else math.nan
+        row.update(
+            wall_s=wall,
+            cpu_s=cpu,
+            threads=threads,
+            max_rss_mb=values["max_rss"].max() if "max_rss" in values else math.nan,
+            repeats=len(table),
+            source=str(path),
+        )
+        rows.append(row)
+    return _finish(pd.DataFrame(rows))
+
+
+def _table_dataset(path: Path, config: dict | None) -> str:
+    table = path.name.removesuffix("_cost.csv")
+    spec = (config or {}).get("tables", {}).get(table)
+    if isinstance(spec, dict) and spec.get("dataset"):
+        return str(spec["dataset"])
+    return table.split("_")[0]
+
+
+def read_cost_tables(paths, config: dict | None = None) -> pd.DataFrame:
+    """One row per (table, setting, method) of committed ``*_cost.csv`` tables.
+
+    Their ``job time (s)`` is the fit job's wall time (the mean over jobs when a
+    setting ran one job per split); CPU time is not recorded there.
+    """
+    rows = []
+    for path in map(Path, paths):
+        table = pd.read_csv(path, dtype=str)
+        if "job time (s)" not in table.columns:
+            print(f"skipped {path}: no 'job time (s)' column", file=sys.stderr)
+            continue
+        dataset = _table_dataset(path, config)
+        for _, t in table.iterrows():
+            setting, method = str(t["Setting"]), str(t["Method"])
+            threads = _number(t.get("threads"))
+            rows.append(
+                {
+                    "rule": "fit",
+                    "dataset": dataset,
+                    "setting": setting,
+                    "method": method,
+                    "split": "",
+                    "job": f"{path.name}: {setting} / {method}",
+                    "wall_s": _number(t["job time (s)"]),
+                    "cpu_s": math.nan,
+                    "threads": threads,
+                    "max_rss_mb": _number(t.get("job max RSS (MB)")),
+                    "repeats": 1,
+                    "source": str(path),
+                }
+            )
+    return _finish(pd.DataFrame(rows))
+
+
+def _finish(jobs: pd.DataFrame) -> pd.DataFrame:
+    if jobs.empty:
+        return pd.DataFrame(columns=list(JOB_COLUMNS))
+    jobs["cpu_per_wall"] = jobs["cpu_s"] / jobs["wall_s"]
+    jobs["contention"] = False
+    return jobs[list(JOB_COLUMNS)].reset_index(drop=True)
+
+
+def flag_contention(
+    jobs: pd.DataFrame, ratio: float = 1.5, min_wall: float = 30.0
+) -> pd.DataFrame:
+    """Mark jobs whose wall time exceeds ``ratio`` x their CPU time (per thread).
+
+    A single-threaded job that computes all the time has ``cpu ~ wall``; one with
+    ``wall > ratio * cpu`` spent the difference waiting. Jobs shorter than
+    ``min_wall`` s (start-up and I/O dominate) and jobs without a CPU time are not
+    flagged. The extended benchmark format's ``threads`` scales the CPU time the
+    job could have used: ``wall > ratio * cpu / threads``.
+    """
+    jobs = jobs.copy()
+    threads = jobs["threads"].where(jobs["threads"] > 0, 1.0).fillna(1.0)
+    usable = jobs["cpu_s"].notna() & (jobs["wall_s"] >= min_wall)
+    jobs["contention"] = usable & (jobs["wall_s"] > ratio * jobs["cpu_s"] / threads)
+    return jobs
+
+
+def _waited(jobs: pd.DataFrame) -> pd.Series:
+    """Wall time in excess of CPU time, for the flagged jobs (0 elsewhere)."""
+    excess = (jobs["wall_s"] - jobs["cpu_s"]).clip(lower=0).fillna(0.0)
+    return excess.where(jobs["contention"], 0.0)
+
+
+def summarize(jobs: pd.DataFrame, by: str) -> pd.DataFrame:
+    """Jobs, wall, CPU, share of all wall time and flagged excess per ``by``."""
+    df = jobs.assign(waited_s=_waited(jobs), key=jobs[by].replace("", "-"))
+    total = df["wall_s"].sum()
+    out = (
+        df.groupby("key", sort=False)
+        .agg(
+            jobs=("wall_s", "size"),
+            wall_s=("wall_s", "sum"),
+            cpu_s=("cpu_s", lambda s: s.sum(min_count=1)),
+            flagged=("contention", "sum"),
+            waited_s=("waited_s", "sum"),
+        )
+        .rename_axis(by)
+        .reset_index()
+    )
+    out["share"] = out["wall_s"] / total if total > 0 else math.nan
+    return out.sort_values("wall_s", ascending=False).reset_index(drop=True)
+
+
+def _method_label(method: str) -> str:
+    try:
+        from tcca_core.reporting import method_label
+    except ImportError:  # the script also runs without the package installed
+        return method
+    return method_label(method)
+
+
+def _fmt(x, digits=1) -> str:
+    return (
+        "-"
+        if x is None or (isinstance(x, float) and math.isnan(x))
+        else (f"{x:,.{digits}f}")
+    )
+
+
+def _print_jobs(jobs: pd.DataFrame, top: int | None) -> None:
+    shown = jobs.sort_values("wall_s", ascending=False)
+    if top:
+        shown = shown.head(top)
+    print(
+        f"{'':1} {'job':<58} {'wall s':>9} {'cpu s':>9} {'cpu/wall':>8} {'RSS MB':>7}"
+    )
+    for _, j in shown.iterrows():
+        name = j["job"]
+        if j["rule"] == "fit" and j["method"]:
+            name = f"{j['dataset']}/{j['setting']}/{_method_label(j['method'])}"
+            if j["split"]:
+                name += f" split{j['split']}"
+        print(
+            f"{'!' if j['contention'] else ' ':1} {name[:58]:<58} "
+            f"{_fmt(j['wall_s']):>9} {_fmt(j['cpu_s']):>9} "
+            f"{_fmt(j['cpu_per_wall'], 2):>8} {_fmt(j['max_rss_mb'], 0):>7}"
+        )
+    if top and len(jobs) > top:
+        print(f"  ... {len(jobs) - top} more jobs (--top 0 lists all)")
+
+
+def _print_summary(table: pd.DataFrame, by: str, label=lambda x: x) -> None:
+    print(
+        f"{by:<24} {'jobs':>5} {'wall s':>10} {'share':>6} {'cpu s':>10} "
+        f"{'flagged':>7} {'waited s':>9}"
+    )
+    for _, t in table.iterrows():
+        print(
+            f"{str(label(t[by]))[:24]:<24} {t['jobs']:>5} {_fmt(t['wall_s']):>10} "
+            f"{t['share']:>6.1%} {_fmt(t['cpu_s']):>10} {int(t['flagged']):>7} "
+            f"{_fmt(t['waited_s']):>9}"
+        )
+
+
+def report(jobs: pd.DataFrame, *, top: int | None = 25, cores=(2, 16)) -> None:
+    """Print the per-job list and the per-method, per-data-set and per-rule sums."""
+    fits = jobs[jobs["rule"] == "fit"]
+    has_cpu = jobs["cpu_s"].notna().any()
+    print(f"{len(jobs)} jobs ({len(fits)} fit jobs) from {_sources(jobs)}")
+    print(
+        f"wall {_fmt(jobs['wall_s'].sum())} s ({jobs['wall_s'].sum() / 3600:.2f} h)"
+        + (
+            f", CPU {_fmt(jobs['cpu_s'].sum())} s ({jobs['cpu_s'].sum() / 3600:.2f} h)"
+            if has_cpu
+            else ", no CPU times (cost tables)"
+        )
+    )
+    if has_cpu:
+        flagged = jobs[jobs["contention"]]
+        print(
+            f"{len(flagged)} jobs flagged '!' (wall far above CPU): "
+            f"{_fmt(_waited(jobs).sum())} s of wall time spent waiting"
+        )
+    print("\nJobs, largest wall time first")
+    _print_jobs(jobs, top)
+    print("\nPer method (fit jobs)")
+    _print_summary(summarize(fits, "method"), "method", _method_label)
+    print("\nPer data set (fit jobs)")
+    _print_summary(summarize(fits, "dataset"), "dataset")
+    if (jobs["rule"] != "fit").any():
+        print("\nPer rule (all jobs)")
+        _print_summary(summarize(jobs, "rule"), "rule")
+    work = jobs["cpu_s"] if has_cpu else jobs["wall_s"]
+    longest = jobs["wall_s"].max()
+    if has_cpu:
+        print("\nLower bounds on a run's wall time (total CPU time, longest job):")
+    else:
+        print(
+            "\nLower bounds on a run's wall time (total wall time, longest job; "
+            "walls include waiting, so these overstate the bounds):"
+        )
+    for n in cores:
+        bound = max(work.sum() / n, longest)
+        print(
+            f"  --cores {n}: {_fmt(bound, 0)} s ({bound / 3600:.2f} h)"
+            f" = max(total / {n}, longest job {_fmt(longest, 0)} s)"
+        )
+
+
+def _sources(jobs: pd.DataFrame) -> str:
+    folders = sorted({str(Path(s).parent) for s in jobs["source"]})
+    return os.path.commonpath(folders) if folders else "nothing"
+
+
+def _load_config(path) -> dict | None:
+    if not path or not Path(path).is_file():
+        return None
+    try:
+        import yaml
+    except ImportError:
+        return None
+    with open(path) as f:
+        return yaml.safe_load(f)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--benchmarks",
+        default=str(ROOT / "results" / "benchmarks"),
+        help="folder of benchmark TSVs (default %(default)s)",
+    )
+    parser.add_argument(
+        "--tables",
+        default=str(ROOT / "results" / "tables" / "*_cost.csv"),
+        help="cost tables, used when there are no benchmark files (a glob)",
+    )
+    parser.add_argument("--config", default=str(ROOT / "config" / "config.yaml"))
+    parser.add_argument("--ratio", type=float, default=1.5)
+    parser.add_argument("--min-wall", type=float, default=30.0)
+    parser.add_argument("--top", type=int, default=25, help="jobs listed (0: all)")
+    parser.add_argument("--cores", type=int, nargs="+", default=[2, 16])
+    parser.add_argument("--csv", help="write the per-job table to this CSV")
+    args = parser.parse_args(argv)
+
+    jobs = pd.DataFrame(columns=list(JOB_COLUMNS))
+    if Path(args.benchmarks).is_dir():
+        jobs = read_benchmarks(args.benchmarks)
+    if jobs.empty:
+        paths = sorted(glob.glob(args.tables))
+        if not paths:
+            print(
+                f"no benchmark files under {args.benchmarks} and no cost tables "
+                f"matching {args.tables}",
+                file=sys.stderr,
+            )
+            return 1
+        print(f"no benchmark files under {args.benchmarks}: reading cost tables")
+        jobs = read_cost_tables(paths, _load_config(args.config))
+    jobs = flag_contention(jobs, args.ratio, args.min_wall)
+    report(jobs, top=args.top or None, cores=args.cores)
+    if args.csv:
+        out = jobs.sort_values("wall_s", ascending=False)
+        out.to_csv(args.csv, index=False, float_format="%.3f", lineterminator="\n")
+        print(f"\nper-job table written to {args.csv}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,207 @@
+"""benchmarks/grid_cost.py on small synthetic benchmark files (no real run needed)."""
+
+import importlib.util
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+HEADER = (
+    "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time"
+)
+EXTENDED = (
+    HEADER + "\tjobid\trule_name\twildcards\tparams\tthreads\tcpu_usage\tresources"
+    "\tinput_size_mb"
+)
+
+
+@pytest.fixture(scope="module")
+def gc():
+    spec = importlib.util.spec_from_file_location(
+        "grid_cost", REPO / "benchmarks" / "grid_cost.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _row(s, cpu, rss=100.0):
+    cpu = "NA" if cpu is None else f"{cpu:.2f}"
+    return (
+        f"{s:.4f}\t0:00:00\t{rss:.2f}\t200.00\t90.00\t95.00\t1.00\t0.50\t99.00\t{cpu}"
+    )
+
+
+def _write(folder: Path, rel: str, *rows, header=HEADER):
+    path = folder / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join([header, *rows]) + "\n")
+
+
+@pytest.fixture
+def bench(tmp_path):
+    b = tmp_path / "results" / "benchmarks"
+    # Waited: wall 1000 s for 300 s of CPU (contention).
+    _write(b, "fit/ads/l100/ssmvd/splitall.tsv", _row(1000.0, 300.0, rss=600.0))
+    _write(b, "fit/ads/l100/dse/splitall.tsv", _row(100.0, 98.0))
+    # Two split jobs, one benchmarked twice (repeat): the mean of its rows.
+    _write(
+        b,
+        "fit/mfeat/kernel2000_4/kcca_bst/split0.tsv",
+        _row(40.0, 39.0),
+        _row(60.0, 59.0),
+    )
+    _write(b, "fit/mfeat/kernel2000_4/kcca_bst/split1.tsv", _row(80.0, 20.0))
+    # No CPU time recorded (NA): never flagged.
+    _write(b, "fit/mfeat/kernel2000_4/ktcca/splitall.tsv", _row(500.0, None))
+    # Short jobs are not flagged whatever their ratio.
+    _write(b, "prepare_data/ads.tsv", _row(5.0, 1.0))
+    _write(b, "splits/ads/l100.tsv", _row(2.0, 1.5))
+    # Extended format with threads: wall is compared with cpu / threads.
+    _write(
+        b,
+        "fit/secstr/84k/tcca/splitall.tsv",
+        _row(100.0, 190.0) + "\t1\tfit\t{}\t{}\t2\t190.0\t{}\t{}",
+        header=EXTENDED,
+    )
+    _write(
+        b,
+        "fit/secstr/84k/cca_bst/splitall.tsv",
+        _row(100.0, 100.0) + "\t2\tfit\t{}\t{}\t2\t100.0\t{}\t{}",
+        header=EXTENDED,
+    )
+    (b / "table").mkdir()
+    (b / "table" / "empty.tsv").write_text("")  # skipped, with a message
+    return b
+
+
+def test_reads_every_job_with_wall_cpu_and_fields(gc, bench):
+    jobs = gc.read_benchmarks(bench).set_index("job")
+    assert len(jobs) == 9
+    j = jobs.loc["fit/ads/l100/ssmvd/splitall"]
+    assert (j.rule, j.dataset, j.setting, j.method, j.split) == (
+        "fit",
+        "ads",
+        "l100",
+        "ssmvd",
+        "all",
+    )
+    assert (j.wall_s, j.cpu_s, j.max_rss_mb) == (1000.0, 300.0, 600.0)
+    k = jobs.loc["fit/mfeat/kernel2000_4/kcca_bst/split0"]
+    assert (k.wall_s, k.cpu_s, k.repeats, k.split) == (50.0, 49.0, 2, "0")
+    assert math.isnan(jobs.loc["fit/mfeat/kernel2000_4/ktcca/splitall"].cpu_s)
+    p = jobs.loc["prepare_data/ads"]
+    assert (p.rule, p.dataset, p.method) == ("prepare_data", "ads", "")
+    assert jobs.loc["splits/ads/l100"].setting == "l100"
+    assert jobs.loc["fit/secstr/84k/tcca/splitall"].threads == 2
+
+
+def test_flags_jobs_whose_wall_is_far_above_cpu(gc, bench):
+    jobs = gc.flag_contention(gc.read_benchmarks(bench), ratio=1.5, min_wall=30.0)
+    flagged = set(jobs.loc[jobs.contention, "job"])
+    assert flagged == {
+        "fit/ads/l100/ssmvd/splitall",  # 1000 > 1.5 x 300
+        "fit/mfeat/kernel2000_4/kcca_bst/split1",  # 80 > 1.5 x 20
+        "fit/secstr/84k/cca_bst/splitall",  # 100 > 1.5 x 100 / 2 threads
+    }
+    # A stricter ratio flags fewer; a lower min_wall lets short jobs in.
+    strict = gc.flag_contention(jobs, ratio=3.5, min_wall=30.0)
+    assert set(strict.loc[strict.contention, "job"]) == {
+        "fit/mfeat/kernel2000_4/kcca_bst/split1"  # 80 > 3.5 x 20
+    }
+    loose = gc.flag_contention(jobs, ratio=1.5, min_wall=1.0)
+    assert "prepare_data/ads" in set(loose.loc[loose.contention, "job"])
+
+
+def test_sums_per_method_and_per_data_set(gc, bench):
+    jobs = gc.flag_contention(gc.read_benchmarks(bench))
+    fits = jobs[jobs.rule == "fit"]
+    by_method = gc.summarize(fits, "method").set_index("method")
+    assert list(by_method.index[:2]) == ["ssmvd", "ktcca"]  # largest wall first
+    kcca = by_method.loc["kcca_bst"]
+    assert (kcca.jobs, kcca.wall_s, kcca.cpu_s) == (2, 130.0, 69.0)
+    assert kcca.flagged == 1 and kcca.waited_s == 60.0  # split1: 80 - 20
+    assert math.isnan(by_method.loc["ktcca"].cpu_s)
+    by_data = gc.summarize(fits, "dataset").set_index("dataset")
+    assert by_data.loc["ads", "wall_s"] == 1100.0
+    assert by_data.loc["ads", "waited_s"] == 700.0
+    assert by_data["share"].sum() == pytest.approx(1.0)
+    assert by_data.loc["secstr", "jobs"] == 2
+
+
+def test_command_line_report_and_csv(gc, bench, tmp_path, capsys):
+    out = tmp_path / "jobs.csv"
+    assert gc.main(["--benchmarks", str(bench), "--csv", str(out), "--top", "0"]) == 0
+    text = capsys.readouterr().out
+    assert "9 jobs (7 fit jobs)" in text
+    assert "3 jobs flagged '!'" in text
+    line = next(s for s in text.splitlines() if "ads/l100/SSMVD" in s)
+    assert line.startswith("!") and "1,000.0" in line and "0.30" in line
+    assert "Per method" in text and "Per data set" in text and "Per rule" in text
+    assert "--cores 2:" in text
+    table = pd.read_csv(out)
+    assert list(table.columns) == list(gc.JOB_COLUMNS)
+    assert table["wall_s"].iloc[0] == 1000.0 and bool(table["contention"].iloc[0])
+
+
+def test_falls_back_to_the_committed_cost_tables(gc, tmp_path, capsys):
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    (tables / "mfeat_kernel_cost.csv").write_text(
+        "Setting,Method,r,fit time (s),peak memory (MB),job time (s),"
+        "job max RSS (MB),threads,machine\n"
+        '"N = 500, #labeled = 4",KCCA (BST),35/25,0.868 ± 0.035,24.8 ± 0.0,128.6,'
+        '226,1,"AMD EPYC, 2 logical cores"\n'
+        '"N = 500, #labeled = 4",KTCCA,15/15,0.872 ± 0.271,118.9 ± 0.0,'
+        '306.3 ± 12.0,321,1,"AMD EPYC, 2 logical cores"\n'
+    )
+    (tables / "ads_cost.csv").write_text(
+        "Setting,Method,r,fit time (s),peak memory (MB),job time (s),"
+        "job max RSS (MB),threads,machine\n"
+        "#labeled = 100,SSMVD,65,11.0,60.9,6233.4,629,1,x\n"
+    )
+    code = gc.main(
+        [
+            "--benchmarks",
+            str(tmp_path / "none"),
+            "--tables",
+            str(tables / "*_cost.csv"),
+            "--config",
+            str(tmp_path / "no.yaml"),
+        ]
+    )
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "reading cost tables" in text
+    assert "3 jobs (3 fit jobs)" in text and "no CPU times" in text
+    jobs = gc.read_cost_tables(sorted(tables.glob("*_cost.csv")))
+    assert sorted(jobs.dataset) == ["ads", "mfeat", "mfeat"]
+    assert jobs.wall_s.sum() == pytest.approx(128.6 + 306.3 + 6233.4)
+    assert not gc.flag_contention(jobs).contention.any()  # no CPU time to compare
+    config = {"tables": {"mfeat_kernel": {"dataset": "uci_mfeat"}}}
+    named = gc.read_cost_tables([tables / "mfeat_kernel_cost.csv"], config)
+    assert set(named.dataset) == {"uci_mfeat"}
+
+
+def test_nothing_to_read_is_an_error(gc, tmp_path, capsys):
+    assert (
+        gc.main(
+            [
+                "--benchmarks",
+                str(tmp_path / "none"),
+                "--tables",
+                str(tmp_path / "*.csv"),
+            ]
+        )
+        == 1
+    )
+    assert "no benchmark files" in capsys.readouterr().err
+
+
+def test_number_parsing(gc):
+    assert gc._number("12.3 ± 0.4") == 12.3
+    assert gc._number("1e3") == 1000.0
+    assert math.isnan(gc._number("NA")) and math.isnan(gc._number("-"))
+    assert gc._number(7) == 7.0
