@@ -438,8 +438,10 @@ def kcca_from_kernels(
     r = r_max if n_components is None else check_n_components(n_components, r_max, why)
     factors = []
     for E in (Ep, Eq):
-        keep = E.mu > 0  # the range of K: S and A vanish on its complement
-        mu, V = E.mu[keep], E.V[:, keep]
+        # The range of K (S and A vanish on its complement): mu is ascending, so
+        # its zeros are the first N - rank entries; V[:, k0:] is a view, no copy.
+        k0 = E.mu.size - E.rank
+        mu, V = E.mu[k0:], E.V[:, k0:]
         factors.append((V, np.sqrt(mu / (mu + eps)), 1.0 / np.sqrt(mu * (mu + eps))))
     (Vp, sp_, wp), (Vq, sq, wq) = factors
     M = (Vp.T @ Vq) * sp_[:, None] * sq[None, :]
@@ -452,13 +454,13 @@ def kcca_from_kernels(
     else:
         X, sig, Y = top
     # Signs as svd_flip on the N x r left singular vectors U = V_p X of S_p S_q.
-    Pp = Vp @ np.hstack([X, wp[:, None] * X, sp_[:, None] * X])
-    U = Pp[:, :r]
+    U = Vp @ X
     signs = np.sign(U[np.argmax(np.abs(U), axis=0), np.arange(r)])
-    Pq = Vq @ np.hstack([wq[:, None] * Y, sq[:, None] * Y])
+    del U
+    X, Y = X * signs, Y * signs
     return {
-        "dual_coef": [Pp[:, r : 2 * r] * signs, Pq[:, :r] * signs],
-        "train_variates": [Pp[:, 2 * r :] * signs, Pq[:, r:] * signs],
+        "dual_coef": [Vp @ (wp[:, None] * X), Vq @ (wq[:, None] * Y)],
+        "train_variates": [Vp @ (sp_[:, None] * X), Vq @ (sq[:, None] * Y)],
         "correlations": sig,
         "r_max": r_max,
     }
