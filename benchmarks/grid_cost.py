@@ -9,7 +9,11 @@ written by the rules in ``workflow/rules/*.smk``; columns ``s`` = wall seconds,
   (``wall > --ratio x cpu`` and ``wall >= --min-wall`` s; by default 1.5 x and 30 s):
   it waited, for the CPU (jobs or other users sharing the cores: contention) or for
   I/O, instead of computing. With the extended benchmark format, which records
-  ``threads``, the comparison is with ``threads x wall``;
+  ``threads``, the comparison is with ``cpu / threads``. A job using more CPU than
+  its threads allow (``cpu > --over x threads x wall``, default 1.2; ``threads``
+  is ``--threads``, 1, where not recorded: the fit rules declare none) is marked
+  ``+``: oversubscribed, e.g. BLAS running more threads than the job's core, which
+  slows the jobs sharing the machine;
 * totals per method and per data set (wall, CPU, the flagged jobs' excess wall
   ``wall - cpu``), and per rule;
 * what ``--cores N`` needs at least: the total CPU time / N and the longest job.
@@ -59,6 +63,7 @@ JOB_COLUMNS = (
     "max_rss_mb",
     "repeats",
     "contention",
+    "oversubscribed",
     "source",
 )
 
@@ -174,11 +179,17 @@ def _finish(jobs: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=list(JOB_COLUMNS))
     jobs["cpu_per_wall"] = jobs["cpu_s"] / jobs["wall_s"]
     jobs["contention"] = False
+    jobs["oversubscribed"] = False
     return jobs[list(JOB_COLUMNS)].reset_index(drop=True)
 
 
 def flag_contention(
-    jobs: pd.DataFrame, ratio: float = 1.5, min_wall: float = 30.0
+    jobs: pd.DataFrame,
+    ratio: float = 1.5,
+    min_wall: float = 30.0,
+    *,
+    over: float = 1.2,
+    threads: float = 1.0,
 ) -> pd.DataFrame:
     """Mark jobs whose wall time exceeds ``ratio`` x their CPU time (per thread).
 
@@ -187,11 +198,15 @@ def flag_contention(
     ``min_wall`` s (start-up and I/O dominate) and jobs without a CPU time are not
     flagged. The extended benchmark format's ``threads`` scales the CPU time the
     job could have used: ``wall > ratio * cpu / threads``.
+
+    ``oversubscribed`` marks the opposite: ``cpu > over * threads * wall``, with
+    ``threads`` (default 1) where the files do not record it.
     """
     jobs = jobs.copy()
-    threads = jobs["threads"].where(jobs["threads"] > 0, 1.0).fillna(1.0)
+    n = jobs["threads"].where(jobs["threads"] > 0).fillna(threads)
     usable = jobs["cpu_s"].notna() & (jobs["wall_s"] >= min_wall)
-    jobs["contention"] = usable & (jobs["wall_s"] > ratio * jobs["cpu_s"] / threads)
+    jobs["contention"] = usable & (jobs["wall_s"] > ratio * jobs["cpu_s"] / n)
+    jobs["oversubscribed"] = usable & (jobs["cpu_s"] > over * n * jobs["wall_s"])
     return jobs
 
 
@@ -250,8 +265,9 @@ def _print_jobs(jobs: pd.DataFrame, top: int | None) -> None:
             name = f"{j['dataset']}/{j['setting']}/{_method_label(j['method'])}"
             if j["split"]:
                 name += f" split{j['split']}"
+        mark = "!" if j["contention"] else "+" if j["oversubscribed"] else " "
         print(
-            f"{'!' if j['contention'] else ' ':1} {name[:58]:<58} "
+            f"{mark:1} {name[:58]:<58} "
             f"{_fmt(j['wall_s']):>9} {_fmt(j['cpu_s']):>9} "
             f"{_fmt(j['cpu_per_wall'], 2):>8} {_fmt(j['max_rss_mb'], 0):>7}"
         )
@@ -291,6 +307,12 @@ def report(jobs: pd.DataFrame, *, top: int | None = 25, cores=(2, 16)) -> None:
             f"{len(flagged)} jobs flagged '!' (wall far above CPU): "
             f"{_fmt(_waited(jobs).sum())} s of wall time spent waiting"
         )
+        over = jobs[jobs["oversubscribed"]]
+        if len(over):
+            print(
+                f"{len(over)} jobs marked '+' (CPU above threads x wall: "
+                "oversubscribed, e.g. extra BLAS threads)"
+            )
     print("\nJobs, largest wall time first")
     _print_jobs(jobs, top)
     print("\nPer method (fit jobs)")
@@ -348,6 +370,10 @@ def main(argv=None) -> int:
     parser.add_argument("--config", default=str(ROOT / "config" / "config.yaml"))
     parser.add_argument("--ratio", type=float, default=1.5)
     parser.add_argument("--min-wall", type=float, default=30.0)
+    parser.add_argument("--over", type=float, default=1.2)
+    parser.add_argument(
+        "--threads", type=float, default=1.0, help="threads per job if not recorded"
+    )
     parser.add_argument("--top", type=int, default=25, help="jobs listed (0: all)")
     parser.add_argument("--cores", type=int, nargs="+", default=[2, 16])
     parser.add_argument("--csv", help="write the per-job table to this CSV")
@@ -367,7 +393,9 @@ def main(argv=None) -> int:
             return 1
         print(f"no benchmark files under {args.benchmarks}: reading cost tables")
         jobs = read_cost_tables(paths, _load_config(args.config))
-    jobs = flag_contention(jobs, args.ratio, args.min_wall)
+    jobs = flag_contention(
+        jobs, args.ratio, args.min_wall, over=args.over, threads=args.threads
+    )
     report(jobs, top=args.top or None, cores=args.cores)
     if args.csv:
         out = jobs.sort_values("wall_s", ascending=False)

@@ -113,6 +113,12 @@ def test_flags_jobs_whose_wall_is_far_above_cpu(gc, bench):
     }
     loose = gc.flag_contention(jobs, ratio=1.5, min_wall=1.0)
     assert "prepare_data/ads" in set(loose.loc[loose.contention, "job"])
+    # More CPU than threads x wall: oversubscribed (190 s of CPU in 100 s is fine
+    # with 2 recorded threads, not for a job assumed to have one).
+    assert not jobs.oversubscribed.any()
+    one = jobs.assign(threads=float("nan"))
+    one = gc.flag_contention(one, threads=1.0)
+    assert set(one.loc[one.oversubscribed, "job"]) == {"fit/secstr/84k/tcca/splitall"}
 
 
 def test_sums_per_method_and_per_data_set(gc, bench):
