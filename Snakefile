@@ -2,11 +2,17 @@
 # Multi-view Dimension Reduction", IEEE TKDE 2015. See config/README.md.
 #
 #   snakemake --cores 2                                  # everything the data at hand allows
-#   snakemake --cores 2 --configfile config/quick.yaml   # a first look in a few minutes
+#   snakemake --cores 2 --configfile config/quick.yaml   # a first look, in results/quick/
 #   snakemake --cores 2 ads                              # one data set (or table_<name>)
 #   snakemake --profile profiles/slurm                   # the same jobs on a SLURM cluster
 #   snakemake --report report.html                       # browsable report
 #   snakemake --cores 2 reproduction                     # REPRODUCTION.md from the summary
+#
+# Only the full configuration writes the published results/ and REPRODUCTION.md; any
+# other (an overlay such as config/quick.yaml, or --config values that change the
+# numbers) writes results/<name>/ and says "reduced run" in its titles. A data set that
+# cannot be obtained is skipped with one line (unless `strict: true`), and the end of
+# the run says where its outputs are.
 
 from pathlib import Path
 
@@ -50,4 +56,8 @@ localrules:
 rule all:
     default_target: True
     input:
-        final_outputs(),
+        final_outputs,
+
+
+onsuccess:
+    print(run_end_message(), file=sys.stderr)

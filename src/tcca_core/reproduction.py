@@ -505,12 +505,16 @@ def _own_grids(cfg: Mapping) -> list[str]:
 
 def _reduced_run_banner(summary: Mapping) -> list[str]:
     """Warn when the run was not the paper's grid (5 splits, the paper's r)."""
-    cfg = (summary.get("provenance") or {}).get("config") or {}
+    prov = summary.get("provenance") or {}
+    cfg = prov.get("config") or {}
+    run = prov.get("run") or {}
     n_splits, r_grid = cfg.get("n_splits"), cfg.get("r_grid")
-    if n_splits == 5 and r_grid == "paper":
+    if n_splits == 5 and r_grid == "paper" and not run.get("reduced"):
         return []
+    label = f" ({run['label']})" if run.get("reduced") else ""
     return [
-        f"> **Reduced run.** These numbers come from a run with {n_splits} splits and "
+        f"> **Reduced run{label}.** These numbers come from a run with {n_splits} "
+        "splits and "
         f"r in {r_grid} (and the other reductions of its configuration, under "
         "*Provenance*), not the paper's grid of 5 splits and r in {5, ..., 300}. "
         "They show what the pipeline produces and where it stands; the reproduction "

@@ -14,10 +14,14 @@
 #      data set lacks, a subset above its rows, an unknown paper table or column
 #      (every problem reported, one line each).
 
+import copy
 import functools
+import json
 import re
+import sys
 from pathlib import Path
 
+import yaml
 from snakemake.utils import validate
 
 from tcca_core import datasets as tcca_datasets
@@ -29,6 +33,31 @@ wf_config.check_schema(
     config, Path(workflow.current_basedir).parent / "schemas" / "config.schema.yaml"
 )
 validate(config, schema="../schemas/config.schema.yaml")  # fills in the defaults
+
+
+def _base_config():
+    """The base configuration file alone (config/config.yaml), defaults filled in;
+    {} when it cannot be read (the run then counts as not the full one)."""
+    try:
+        with open(_BASE_CONFIG, encoding="utf-8") as f:
+            base = yaml.safe_load(f) or {}
+        validate(base, schema="../schemas/config.schema.yaml")
+    except Exception:  # noqa: BLE001 - any problem: not the full configuration
+        return {}
+    return base
+
+
+# Where this run writes (tcca_core.pipeline.config.run_location): the full
+# configuration writes the published results/ (and REPRODUCTION.md); any other, e.g.
+# --configfile config/quick.yaml, writes results/<name>/ (its own logs, benchmarks and
+# reproduction file included) and says "reduced run" in every title.
+RUN = wf_config.run_location(
+    config, _base_config(), list(workflow.overwrite_configfiles or [])
+)
+RESULTS = RUN["results"]
+LOGS = RUN["logs"]
+config["results_dir"] = RESULTS  # resolved, for the report and the summary
+
 SETTINGS = wf_config.check_config(config)
 DATASETS = list(config["datasets"])
 TABLES = list(config["tables"])
@@ -36,6 +65,11 @@ METHODS = sorted(
     {m for s in SETTINGS.values() for c in s.values() for m in c["methods"]}
 )
 DATA_ROOT = config["data_root"]
+MIRROR = config["mirror"]
+OFFLINE = config["offline"]
+# strict: a data set that cannot be obtained fails the run (skip_unavailable: false is
+# the key's older name)
+STRICT = bool(config["strict"] or config.get("skip_unavailable") is False)
 
 
 wildcard_constraints:
@@ -58,38 +92,85 @@ wildcard_constraints:
 PENDING = {k: v for k, v in (config.get("pending") or {}).items() if "/" not in k}
 
 
+def _extras(dataset):
+    """Extra unlabeled data sets the settings of ``dataset`` fit on (SecStr 1.3M)."""
+    return sorted(
+        {s["fit_extra"] for s in SETTINGS[dataset].values() if s.get("fit_extra")}
+    )
+
+
 @functools.cache
-def available_datasets():
-    """Data sets the data module can be expected to load (file names only, no I/O),
-    less those the config marks ``pending``."""
-    candidates = [d for d in DATASETS if d not in PENDING]
+def data_routes():
+    """How each data set of the default target is had, decided from file names only:
+    ``ready`` (prepared or raw files at hand: its jobs are scheduled at once),
+    ``fetch`` (to be downloaded: the checkpoint prepare_data decides, and its jobs
+    are scheduled once it is obtained) or ``skip`` (cannot be had: one line now).
+    Strict runs schedule everything and fail where data are missing."""
     for dataset in PENDING:
         logger.warning(
             f"Leaving data set {dataset!r} out of the default target and the summary: "
             f"pending ({PENDING[dataset]})."
         )
-    if not config["skip_unavailable"]:
-        return tuple(candidates)
-    keep = []
-    for dataset in candidates:
-        ok, reason = tcca_datasets.availability(
-            dataset, root=DATA_ROOT, mirror=config["mirror"]
-        )
-        if ok:
-            keep.append(dataset)
-        else:
-            logger.warning(
-                f"Skipping data set {dataset!r} in the default target: {reason} "
-                f"(its target `snakemake {dataset}` fails with the data module's message)."
-            )
-    return tuple(keep)
+    wanted = [d for d in DATASETS if d not in PENDING]
+    routes = {}
+    for dataset in dict.fromkeys(d for w in wanted for d in [w, *_extras(w)]):
+        if STRICT:
+            routes[dataset] = ("ready", "")
+            continue
+        kw = {"root": DATA_ROOT, "mirror": MIRROR}
+        if tcca_datasets.availability(dataset, offline=True, **kw)[0]:
+            routes[dataset] = ("ready", "")
+            continue
+        ok, why = tcca_datasets.availability(dataset, offline=OFFLINE, **kw)
+        routes[dataset] = ("fetch", "") if ok else ("skip", why)
+        if not ok:
+            logger.warning(f"Skipping data set {dataset}: {why}")
+    return routes
+
+
+def skipped_at_start():
+    """{data set: one-line reason} of the data sets skipped before any job."""
+    return {d: why for d, (route, why) in data_routes().items() if route == "skip"}
+
+
+def read_status(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def usable_datasets():
+    """Data sets of the default target that are (or will be) prepared. For one that
+    had to be downloaded, this waits for its prepare_data checkpoint."""
+    usable = set()
+    for dataset, (route, _) in data_routes().items():
+        if route == "fetch":
+            status = checkpoints.prepare_data.get(dataset=dataset).output.status
+            if not read_status(status)["available"]:
+                continue
+        if route != "skip":
+            usable.add(dataset)
+    return usable
+
+
+def status_files():
+    """Status files of the data sets decided at run time (route ``fetch``)."""
+    return [
+        STATUS.format(dataset=d)
+        for d, (route, _) in data_routes().items()
+        if route == "fetch"
+    ]
 
 
 # --------------------------------------------------------------------- paths and params
 
 
+# The data status of a data set in this run (written by the prepare_data checkpoint:
+# whether it could be obtained, and if not why, on one line).
+STATUS = f"{RESULTS}/data/{{dataset}}.json"
+
+
 def prepared(dataset):
-    return f"{DATA_ROOT}/prepared/{dataset}/manifest.json"
+    return STATUS.format(dataset=dataset)
 
 
 def setting_of(wildcards):
@@ -101,7 +182,7 @@ def dataset_input(wildcards):
 
 
 def data_inputs(wildcards):
-    """Prepared data of the data set, and of its extra unlabeled set if any."""
+    """Data status of the data set, and of its extra unlabeled set if any."""
     inputs = {"data": prepared(wildcards.dataset)}
     extra = setting_of(wildcards).get("fit_extra")
     if extra:
@@ -116,8 +197,10 @@ def split_labels():
     return [str(k) for k in range(config["n_splits"])]
 
 
-FIT = "results/fits/{dataset}/{setting}/{method}/split{split}.csv"
-FIT_BENCHMARK = "results/benchmarks/fit/{dataset}/{setting}/{method}/split{split}.tsv"
+FIT = f"{RESULTS}/fits/{{dataset}}/{{setting}}/{{method}}/split{{split}}.csv"
+FIT_BENCHMARK = (
+    f"{RESULTS}/benchmarks/fit/{{dataset}}/{{setting}}/{{method}}/split{{split}}.tsv"
+)
 
 
 def fit_jobs(dataset, setting):
@@ -193,7 +276,7 @@ def table_settings(table):
 
 def table_runs(wildcards):
     dataset, settings = table_settings(wildcards.table)
-    return [f"results/runs/{dataset}/{s}.csv" for s in settings]
+    return [f"{RESULTS}/runs/{dataset}/{s}.csv" for s in settings]
 
 
 def table_jobs(table):
@@ -220,6 +303,7 @@ def table_params(wildcards):
     return {
         "name": wildcards.table,
         **config["tables"][wildcards.table],
+        "run_note": RUN["note"],
         "same_as": {
             col["setting"]: SETTINGS[dataset][col["setting"]]["same_as"]
             for col in config["tables"][wildcards.table]["columns"]
@@ -230,47 +314,62 @@ def table_params(wildcards):
 # --------------------------------------------------------------------------- targets
 
 TABLE_FILES = [
-    "results/tables/{table}.csv",
-    "results/tables/{table}.md",
-    "results/tables/{table}.tex",
-    "results/tables/{table}_best_r.csv",
-    "results/tables/{table}_best_r.md",
-    "results/tables/{table}_best_r.tex",
-    "results/tables/{table}.json",
-    "results/tables/{table}_cost.csv",
-    "results/tables/{table}_cost.md",
-    "results/tables/{table}_cost.tex",
-    "results/tables/{table}_cost_by_r.csv",
-    "results/figures/{table}_accuracy.png",
-    "results/figures/{table}_accuracy.pdf",
-    "results/figures/{table}_cost.png",
-    "results/figures/{table}_cost.pdf",
+    f"{RESULTS}/tables/{{table}}.csv",
+    f"{RESULTS}/tables/{{table}}.md",
+    f"{RESULTS}/tables/{{table}}.tex",
+    f"{RESULTS}/tables/{{table}}_best_r.csv",
+    f"{RESULTS}/tables/{{table}}_best_r.md",
+    f"{RESULTS}/tables/{{table}}_best_r.tex",
+    f"{RESULTS}/tables/{{table}}.json",
+    f"{RESULTS}/tables/{{table}}_cost.csv",
+    f"{RESULTS}/tables/{{table}}_cost.md",
+    f"{RESULTS}/tables/{{table}}_cost.tex",
+    f"{RESULTS}/tables/{{table}}_cost_by_r.csv",
+    f"{RESULTS}/figures/{{table}}_accuracy.png",
+    f"{RESULTS}/figures/{{table}}_accuracy.pdf",
+    f"{RESULTS}/figures/{{table}}_cost.png",
+    f"{RESULTS}/figures/{{table}}_cost.pdf",
+    f"{RESULTS}/report/{{table}}.html",
 ]
+SUMMARY = f"{RESULTS}/summary.json"
 
 
 def tables_of(datasets):
-    return [t for t in TABLES if config["tables"][t]["dataset"] in datasets]
+    """Tables whose data (their data set and its extra data) are all in ``datasets``."""
+    return [
+        t
+        for t in TABLES
+        if {config["tables"][t]["dataset"], *_extras(config["tables"][t]["dataset"])}
+        <= set(datasets)
+    ]
 
 
 def table_outputs(tables):
     return expand(TABLE_FILES, table=tables)
 
 
-def final_outputs():
-    """Every table and figure of the data sets at hand, and the summary."""
-    tables = tables_of(available_datasets())
+def final_outputs(wildcards):
+    """Every table and figure of the data sets at hand, and the summary (an input
+    function: data sets that had to be downloaded are in once obtained)."""
+    tables = tables_of(usable_datasets())
     if not tables:
         return []
-    return table_outputs(tables) + ["results/summary.json"]
+    return table_outputs(tables) + [SUMMARY]
 
 
 def summary_inputs(wildcards):
-    return expand("results/tables/{table}.json", table=tables_of(available_datasets()))
+    return {
+        "tables": expand(
+            f"{RESULTS}/tables/{{table}}.json", table=tables_of(usable_datasets())
+        ),
+        "statuses": status_files(),
+    }
 
 
 def missing_tables():
-    """Tables of the config that did not run, with the reason REPRODUCTION.md gives."""
-    ran = set(tables_of(available_datasets()))
+    """Tables of the config that did not run, with the reason REPRODUCTION.md gives
+    (those of data sets skipped at run time are added from the summary)."""
+    skipped = skipped_at_start()
     missing = {
         key: f"Not in this run: marked pending in the configuration: {why}"
         for key, why in (config.get("pending") or {}).items()
@@ -278,20 +377,50 @@ def missing_tables():
     }
     for t in TABLES:
         dataset = config["tables"][t]["dataset"]
-        if t not in ran and dataset in PENDING:
+        if dataset in PENDING:
             missing[t] = (
                 f"Not in this run: the data set `{dataset}` is marked pending in the "
                 f"configuration: {PENDING[dataset]}"
             )
-    return missing | {
-        t: (
-            f"Not run: the data set `{config['tables'][t]['dataset']}` is not "
-            f"available under `{config['data_root']}/` on the machine that ran the "
-            "pipeline (docs/data.md says what to fetch and where to put it). Its rules "
-            "run in the test suite and in CI on a synthetic look-alike (`.test/`, "
-            "tests/test_workflow.py, tests/test_slurm.py), whose numbers mean nothing "
-            "and are not shown."
-        )
-        for t in TABLES
-        if t not in ran and t not in missing
-    }
+        elif t not in missing:
+            gone = [d for d in (dataset, *_extras(dataset)) if d in skipped]
+            if gone:
+                missing[t] = not_available(gone[0], skipped[gone[0]])
+    return missing
+
+
+def not_available(dataset, why):
+    return (
+        f"Not run: the data set `{dataset}` could not be obtained on the machine that "
+        f"ran the pipeline ({why}). Its rules run in the test suite and in CI on a "
+        "synthetic look-alike (`.test/`, tests/test_workflow.py, tests/test_slurm.py), "
+        "whose numbers mean nothing and are not shown."
+    )
+
+
+# ----------------------------------------------------------------------- end of a run
+
+
+def run_end_message():
+    """What the end of a successful run prints: what was skipped, and where the
+    tables, figures, summary and report are."""
+    skipped = dict(skipped_at_start())
+    for path in status_files():
+        if Path(path).is_file():
+            status = read_status(path)
+            if not status["available"]:
+                skipped[status["dataset"]] = status["reason"]
+    lines = [f"Skipped data set {d}: {why}" for d, why in skipped.items()]
+    overlays = " ".join(f"--configfile {c}" for c in workflow.overwrite_configfiles)
+    kind = f"reduced run ({RUN['label']})" if RUN["reduced"] else "full configuration"
+    lines += [
+        f"Outputs of this run ({kind}) are in {RESULTS}/:",
+        f"  tables:  {RESULTS}/tables/ (<table>.md, .csv, .tex; _best_r, _cost)",
+        f"  figures: {RESULTS}/figures/ (<table>_accuracy.png, <table>_cost.png; .pdf)",
+        f"  summary: {SUMMARY} (every number, with the run's provenance)",
+        f"  report:  snakemake --report {RESULTS}/report.html {overlays}".rstrip()
+        + " (tables inline, figures)",
+        f"  reproduction: snakemake --cores 1 reproduction {overlays}".rstrip()
+        + f" writes {RUN['reproduction']}",
+    ]
+    return "\n".join(lines)

@@ -7,11 +7,11 @@ rule splits:
     input:
         data=dataset_input,
     output:
-        splits="results/splits/{dataset}/{setting}.json",
+        splits=f"{RESULTS}/splits/{{dataset}}/{{setting}}.json",
     log:
-        "logs/splits/{dataset}/{setting}.log",
+        f"{LOGS}/splits/{{dataset}}/{{setting}}.log",
     benchmark:
-        "results/benchmarks/splits/{dataset}/{setting}.tsv"
+        f"{RESULTS}/benchmarks/splits/{{dataset}}/{{setting}}.tsv"
     conda:
         "../envs/tcca.yaml"
     params:
@@ -29,7 +29,7 @@ rule fit:
     output:
         fit=FIT,
     log:
-        "logs/fit/{dataset}/{setting}/{method}/split{split}.log",
+        f"{LOGS}/fit/{{dataset}}/{{setting}}/{{method}}/split{{split}}.log",
     benchmark:
         FIT_BENCHMARK
     conda:
@@ -46,11 +46,11 @@ rule gather:
     input:
         fits=setting_fits,
     output:
-        runs="results/runs/{dataset}/{setting}.csv",
+        runs=f"{RESULTS}/runs/{{dataset}}/{{setting}}.csv",
     log:
-        "logs/gather/{dataset}/{setting}.log",
+        f"{LOGS}/gather/{{dataset}}/{{setting}}.log",
     benchmark:
-        "results/benchmarks/gather/{dataset}/{setting}.tsv"
+        f"{RESULTS}/benchmarks/gather/{{dataset}}/{{setting}}.tsv"
     message:
         "Gathering the fits of {wildcards.dataset}/{wildcards.setting}"
     run:

@@ -1,5 +1,7 @@
-# Per table: accuracy tables (both readings), cost tables, figures and a JSON record;
-# then the machine-readable summary of every table.
+# Per table: accuracy tables (both readings), cost tables, figures, an HTML page of the
+# tables for the report, and a JSON record; then the machine-readable summary of every
+# table, and the reproduction file. Every path is under this run's folder RESULTS
+# (common.smk): results/ for the full configuration, results/<name>/ for any other.
 
 
 rule table:
@@ -7,55 +9,47 @@ rule table:
         runs=table_runs,
         benchmarks=table_benchmarks,
     output:
-        csv=report(
-            "results/tables/{table}.csv",
-            caption="../report/table.rst",
-            category="Accuracy tables",
-            labels={"table": "{table}", "reading": "validation-selected (A)"},
-        ),
-        md="results/tables/{table}.md",
-        tex="results/tables/{table}.tex",
-        csv_best_r=report(
-            "results/tables/{table}_best_r.csv",
-            caption="../report/table_best_r.rst",
-            category="Accuracy tables",
-            labels={"table": "{table}", "reading": "best r on test (B)"},
-        ),
-        md_best_r="results/tables/{table}_best_r.md",
-        tex_best_r="results/tables/{table}_best_r.tex",
-        json="results/tables/{table}.json",
-        cost=report(
-            "results/tables/{table}_cost.csv",
-            caption="../report/cost_table.rst",
-            category="Cost tables",
-            labels={"table": "{table}", "kind": "at the selected r"},
-        ),
-        cost_md="results/tables/{table}_cost.md",
-        cost_tex="results/tables/{table}_cost.tex",
+        csv=f"{RESULTS}/tables/{{table}}.csv",
+        md=f"{RESULTS}/tables/{{table}}.md",
+        tex=f"{RESULTS}/tables/{{table}}.tex",
+        csv_best_r=f"{RESULTS}/tables/{{table}}_best_r.csv",
+        md_best_r=f"{RESULTS}/tables/{{table}}_best_r.md",
+        tex_best_r=f"{RESULTS}/tables/{{table}}_best_r.tex",
+        json=f"{RESULTS}/tables/{{table}}.json",
+        cost=f"{RESULTS}/tables/{{table}}_cost.csv",
+        cost_md=f"{RESULTS}/tables/{{table}}_cost.md",
+        cost_tex=f"{RESULTS}/tables/{{table}}_cost.tex",
         cost_by_r=report(
-            "results/tables/{table}_cost_by_r.csv",
+            f"{RESULTS}/tables/{{table}}_cost_by_r.csv",
             caption="../report/cost_by_r.rst",
-            category="Cost tables",
-            labels={"table": "{table}", "kind": "across r"},
+            category="3. Downloads (CSV)",
+            labels={"table": "{table}", "file": "cost across r"},
         ),
         accuracy_png=report(
-            "results/figures/{table}_accuracy.png",
+            f"{RESULTS}/figures/{{table}}_accuracy.png",
             caption="../report/accuracy_figure.rst",
-            category="Figures",
+            category="2. Figures",
             labels={"table": "{table}", "figure": "accuracy vs r"},
         ),
-        accuracy_pdf="results/figures/{table}_accuracy.pdf",
+        accuracy_pdf=f"{RESULTS}/figures/{{table}}_accuracy.pdf",
         cost_png=report(
-            "results/figures/{table}_cost.png",
+            f"{RESULTS}/figures/{{table}}_cost.png",
             caption="../report/cost_figure.rst",
-            category="Figures",
+            category="2. Figures",
             labels={"table": "{table}", "figure": "time and memory vs r"},
         ),
-        cost_pdf="results/figures/{table}_cost.pdf",
+        cost_pdf=f"{RESULTS}/figures/{{table}}_cost.pdf",
+        # every table of this one, inline: reading (A) first, then (B), then cost
+        html=report(
+            f"{RESULTS}/report/{{table}}.html",
+            caption="../report/table.rst",
+            category="1. Tables",
+            labels={"table": "{table}"},
+        ),
     log:
-        "logs/table/{table}.log",
+        f"{LOGS}/table/{{table}}.log",
     benchmark:
-        "results/benchmarks/table/{table}.tsv"
+        f"{RESULTS}/benchmarks/table/{{table}}.tsv"
     conda:
         "../envs/tcca.yaml"
     params:
@@ -69,46 +63,56 @@ rule table:
 
 rule summary:
     input:
-        tables=summary_inputs,
+        unpack(summary_inputs),
     output:
         summary=report(
-            "results/summary.json",
+            SUMMARY,
             caption="../report/summary.rst",
-            category="Summary",
+            category="3. Downloads (CSV)",
+            labels={"table": "all", "file": "summary.json"},
         ),
     log:
-        "logs/summary/summary.log",
+        f"{LOGS}/summary/summary.log",
     benchmark:
-        "results/benchmarks/summary/summary.tsv"
+        f"{RESULTS}/benchmarks/summary/summary.tsv"
     conda:
         "../envs/tcca.yaml"
     params:
         config=config,
         workflow_dir=workflow.basedir,
+        run=RUN,
+        skipped=skipped_at_start(),
     message:
-        "Writing results/summary.json (every table number and its provenance)"
+        f"Writing {SUMMARY} (every table number and its provenance)"
     script:
         "../scripts/make_summary.py"
 
 
 rule reproduction:
     input:
-        summary=rules.summary.output.summary,
+        summary=SUMMARY,
         # the repository's notes, also when --directory points elsewhere
         investigations=os.path.join(workflow.basedir, "docs", "investigations.md"),
     output:
-        "REPRODUCTION.md",
+        # REPRODUCTION.md only from the full configuration; any other run writes its
+        # own file in its folder
+        RUN["reproduction"],
     log:
-        "logs/reproduction/reproduction.log",
+        f"{LOGS}/reproduction/reproduction.log",
     benchmark:
-        "results/benchmarks/reproduction/reproduction.tsv"
+        f"{RESULTS}/benchmarks/reproduction/reproduction.tsv"
     conda:
         "../envs/tcca.yaml"
     params:
         missing=missing_tables(),
+        tables={t: config["tables"][t]["dataset"] for t in TABLES},
         # includes are relative to the repository: two folders above the notes
         root=lambda w, input: os.path.dirname(os.path.dirname(input.investigations)),
+        # the figures, relative to the reproduction file
+        figures=os.path.relpath(
+            f"{RESULTS}/figures", os.path.dirname(RUN["reproduction"]) or "."
+        ),
     message:
-        "Writing REPRODUCTION.md (our tables beside the paper's, its claims checked)"
+        f"Writing {RUN['reproduction']} (our tables beside the paper's, its claims checked)"
     script:
         "../scripts/make_reproduction.py"

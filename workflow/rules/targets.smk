@@ -1,6 +1,8 @@
 # Named targets: one per data set (`snakemake --cores N ads`), one per table
 # (`snakemake --cores N table_ads`), and `full` (every data set, available or not; used
-# for the dry run of the paper's whole grid). They run nothing themselves.
+# for the dry run of the paper's whole grid). They run nothing themselves. Unlike the
+# default target they do not leave out a data set that cannot be obtained: its jobs
+# fail, naming why.
 
 for _dataset in DATASETS:
 

@@ -12,4 +12,5 @@ run_fit_job(
     mirror=snakemake.config["mirror"],  # noqa: F821
     fit_cache=snakemake.config.get("fit_cache"),  # noqa: F821
     threads=snakemake.threads,  # noqa: F821
+    offline=snakemake.config["offline"],  # noqa: F821
 )

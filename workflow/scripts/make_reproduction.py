@@ -1,4 +1,5 @@
-"""REPRODUCTION.md from results/summary.json and the written investigations."""
+"""REPRODUCTION.md (or a reduced run's own reproduction file) from the run's
+summary.json and the written investigations."""
 
 from tcca_core.pipeline import start_logging, write_reproduction
 
@@ -9,4 +10,6 @@ write_reproduction(
     snakemake.output[0],  # noqa: F821
     root=snakemake.params.root,  # noqa: F821
     missing=snakemake.params.missing,  # noqa: F821
+    tables=snakemake.params.tables,  # noqa: F821
+    figures=snakemake.params.figures,  # noqa: F821
 )

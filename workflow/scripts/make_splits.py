@@ -8,4 +8,6 @@ draw_splits(
     snakemake.output.splits,  # noqa: F821
     data_root=snakemake.config["data_root"],  # noqa: F821
     mirror=snakemake.config["mirror"],  # noqa: F821
+    offline=snakemake.config["offline"],  # noqa: F821
+    status=snakemake.input.data,  # noqa: F821
 )

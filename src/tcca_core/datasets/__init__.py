@@ -88,6 +88,7 @@ def load(
     mirror: str | os.PathLike | None = None,
     force: bool = False,
     verify: bool = False,
+    offline: bool = False,
     **options: Any,
 ) -> Dataset:
     """Load a data set, fetching and preparing it on first use.
@@ -101,8 +102,8 @@ def load(
         ``<root>/prepared/<name>/``. Nothing is written elsewhere.
     mirror : path-like, optional
         Local folder holding the raw files as ``<mirror>/<dataset>/<file>`` (or
-        ``<file>.gz``; checksums are of the uncompressed content). When given,
-        nothing is downloaded.
+        ``<file>.gz``; checksums are of the uncompressed content). The first
+        source, not the only one: what it lacks is downloaded unless ``offline``.
     force : bool, default=False
         Prepare again even if the cached files are up to date.
     verify : bool, default=False
@@ -110,6 +111,9 @@ def load(
         when its size and modification time match (by default the digest is
         computed only when they disagree). A corrupted file is prepared again,
         with a warning.
+    offline : bool, default=False
+        Download nothing: use the raw folder, the mirror and installed packages
+        only.
     **options
         Data-set options: ``ads``: ``include_local=True``; ``nuswide``:
         ``selection="single"`` (or ``"any"``), ``split_seed=0``, ``n_train=None``.
@@ -135,7 +139,13 @@ def load(
         names the file and the disk, and no partial file is left.
     """
     return load_spec(
-        _spec(name), root, mirror, force=force, options=options, verify=verify
+        _spec(name),
+        root,
+        mirror,
+        force=force,
+        options=options,
+        verify=verify,
+        offline=offline,
     )
 
 
@@ -146,6 +156,7 @@ def prepare(
     *,
     force: bool = False,
     verify: bool = False,
+    offline: bool = False,
     **options: Any,
 ) -> Path:
     """Fetch, verify and prepare a data set without loading it.
@@ -154,7 +165,13 @@ def prepare(
     manifest ``<root>/prepared/<name>/manifest.json``.
     """
     return prepare_spec(
-        _spec(name), root, mirror, force=force, options=options, verify=verify
+        _spec(name),
+        root,
+        mirror,
+        force=force,
+        options=options,
+        verify=verify,
+        offline=offline,
     )
 
 
@@ -163,18 +180,20 @@ def availability(
     *,
     root: str | os.PathLike = "data",
     mirror: str | os.PathLike | None = None,
+    offline: bool = False,
 ) -> tuple[bool, str]:
     """Tell cheaply whether :func:`load` can be expected to succeed.
 
     Looks only at file names (no download, no hashing): the prepared files, the
-    raw files in ``<root>/raw/``, the mirror, archives placed by hand. Without a
-    mirror, a data set with a download address counts as available (the address is
-    not checked). NUS-WIDE counts as available only when its files are local.
+    raw files in ``<root>/raw/``, the mirror, archives placed by hand. Unless
+    ``offline``, a data set with a download address counts as available (the
+    address is not checked). NUS-WIDE counts as available only when its files are
+    local.
 
     Returns
     -------
     (bool, str)
-        Availability and the reason (what was found, or what is missing and how to
-        get it).
+        Availability and the reason on one line (what was found, or what is
+        missing, where it was looked for, and what to download and where to put it).
     """
-    return availability_spec(_spec(name), root, mirror)
+    return availability_spec(_spec(name), root, mirror, offline=offline)

@@ -56,8 +56,10 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument(
             "--mirror",
             default=None,
-            help="local folder with <mirror>/<dataset>/<file>[.gz]; disables downloads",
+            help="local folder with <mirror>/<dataset>/<file>[.gz], the first source "
+            "(what it lacks is downloaded unless --offline)",
         )
+        p.add_argument("--offline", action="store_true", help="download nothing")
         p.add_argument(
             "--force", action="store_true", help="prepare even if up to date"
         )
@@ -100,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.mirror,
                     force=args.force,
                     verify=args.verify,
+                    offline=args.offline,
                     **options,
                 )
             )
@@ -110,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
                 mirror=args.mirror,
                 force=args.force,
                 verify=args.verify,
+                offline=args.offline,
                 **options,
             )
             print(ds)

@@ -142,8 +142,9 @@ class DatasetSpec:
     source : dict
         JSON-serialisable provenance (canonical origin, download addresses).
     fetch : callable
-        ``fetch(raw_dir, mirror) -> (paths, pinned)``: verified raw file paths by
-        name and the pinned sha256 by name (``None`` where nothing is pinned).
+        ``fetch(raw_dir, mirror, offline=False) -> (paths, pinned)``: verified raw
+        file paths by name and the pinned sha256 by name (``None`` where nothing is
+        pinned); the mirror first, then downloads unless ``offline``.
     build : callable
         ``build(paths, **prepare_options) -> Prepared``.
     prepare_options : mapping
@@ -156,10 +157,14 @@ class DatasetSpec:
         ``pinned() -> {raw file name: sha256}`` when every input is pinned; lets an
         up-to-date cache be accepted without touching (or re-hashing) raw files.
     status : callable, optional
-        ``status(raw_dir, mirror) -> (ok, reason)``: whether the raw files can be had,
-        judged from local file names only (no hashing, no network).
+        ``status(raw_dir, mirror, offline=False) -> (ok, reason)``: whether the raw
+        files can be had, judged from local file names only (no hashing, no
+        network); ``reason`` is one line.
     instructions : str
         How to obtain the raw files by hand (used in error messages and docs).
+    hint : str
+        The same on one line: what to download and where to put it (``<root>``
+        stands for the data folder), for one-line messages.
     max_samples : int or None
         Most rows the prepared data set can have (an upper bound where it depends
         on options: NUS-WIDE's on its ``selection``), known without its files.
@@ -183,6 +188,7 @@ class DatasetSpec:
     pinned: Callable[[], dict[str, str | None]] | None = None
     status: Callable[..., tuple[bool, str]] | None = None
     instructions: str = ""
+    hint: str = ""
     max_samples: int | None = None
     view_dims: tuple[tuple[str, int], ...] = ()
     parts: tuple[str, ...] = ()
@@ -427,6 +433,7 @@ def prepare_spec(
     force: bool = False,
     options: Mapping[str, Any] | None = None,
     verify: bool = False,
+    offline: bool = False,
 ) -> Path:
     """Fetch, verify and prepare one data set; return the manifest path.
 
@@ -456,7 +463,7 @@ def prepare_spec(
         ):
             logger.info("%s: prepared files are up to date in %s", spec.name, pdir)
             return pdir / MANIFEST
-        paths, pinned = spec.fetch(raw_dir=raw_dir, mirror=mirror)
+        paths, pinned = spec.fetch(raw_dir=raw_dir, mirror=mirror, offline=offline)
         # unpinned inputs (NUS-WIDE) can only be compared once they are located
         if (
             not force
@@ -593,6 +600,7 @@ def load_spec(
     force: bool = False,
     options: Mapping[str, Any] | None = None,
     verify: bool = False,
+    offline: bool = False,
 ) -> Dataset:
     """Prepare (if needed) and load one data set (see ``datasets.load``).
 
@@ -602,7 +610,7 @@ def load_spec(
     options = dict(options or {})
     _, load_opts = split_options(spec, options)
     manifest = prepare_spec(
-        spec, root, mirror, force=force, options=options, verify=verify
+        spec, root, mirror, force=force, options=options, verify=verify, offline=offline
     )
     try:
         ds = read_prepared(spec, manifest)
@@ -616,7 +624,9 @@ def load_spec(
             type(exc).__name__,
             exc,
         )
-        manifest = prepare_spec(spec, root, mirror, force=True, options=options)
+        manifest = prepare_spec(
+            spec, root, mirror, force=True, options=options, offline=offline
+        )
         ds = read_prepared(spec, manifest)
     if spec.finish is not None:
         ds = spec.finish(ds, **load_opts)
@@ -627,6 +637,7 @@ def availability_spec(
     spec: DatasetSpec,
     root: str | os.PathLike = "data",
     mirror: str | os.PathLike | None = None,
+    offline: bool = False,
 ) -> tuple[bool, str]:
     """Cheap check (no download, no hashing) of whether a data set can be loaded."""
     pdir = Path(root) / "prepared" / spec.name
@@ -639,4 +650,6 @@ def availability_spec(
         return True, f"prepared in {pdir}"
     if spec.status is None:
         return True, "no local check available"
-    return spec.status(raw_dir=Path(root) / "raw" / spec.raw_subdir, mirror=mirror)
+    return spec.status(
+        raw_dir=Path(root) / "raw" / spec.raw_subdir, mirror=mirror, offline=offline
+    )

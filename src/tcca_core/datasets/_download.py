@@ -28,7 +28,12 @@ below hold in one place:
 - **Confined.** Nothing is written outside the destination folders handed in by
   the caller (``<root>/raw/<dataset>/``).
 
-Only the standard library is used (``urllib``, ``zipfile``, ``gzip``).
+- **Mirror first, then the network.** A local mirror is the first source, not the
+  only one: what it lacks is downloaded, unless ``offline``.
+- **Shown.** Downloads show a progress bar (tqdm) when stderr is a terminal.
+
+The standard library does the work (``urllib``, ``zipfile``, ``gzip``); tqdm draws
+the progress bars. Why this is not pooch: README.md, "Data".
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ import logging
 import os
 import shutil
 import stat
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -50,6 +56,7 @@ import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import TextIO
 
 logger = logging.getLogger(__name__)
 
@@ -83,11 +90,53 @@ class ChecksumError(RuntimeError):
 
 
 class DownloadError(RuntimeError):
-    """A download failed after all retries, or returned something unusable."""
+    """A download failed after all retries, or returned something unusable.
+
+    ``url`` and ``reason`` (a few words: "connection refused (3 attempts)") are set
+    when known, for one-line summaries.
+    """
+
+    def __init__(self, message: str, *, url: str | None = None, reason: str = ""):
+        super().__init__(message)
+        self.url, self.reason = url, reason
 
 
 class DataUnavailableError(RuntimeError):
-    """Raw files cannot be obtained; the message says how to get them by hand."""
+    """Raw files cannot be obtained; the message says how to get them by hand.
+
+    Attributes
+    ----------
+    dataset : str or None
+        The data set.
+    missing : tuple of str
+        The raw files that could not be obtained.
+    tried : tuple of str
+        Each source tried and why it failed, in a few words.
+    hint : str
+        What to download and where to put it, on one line.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        dataset: str | None = None,
+        missing: Sequence[str] = (),
+        tried: Sequence[str] = (),
+        hint: str = "",
+    ):
+        super().__init__(message)
+        self.dataset, self.missing = dataset, tuple(missing)
+        self.tried, self.hint = tuple(tried), hint
+
+    @property
+    def line(self) -> str:
+        """The problem on one line: what was tried, what to download, where to."""
+        if not self.hint:
+            return " ".join(str(self).split())
+        what = f"cannot obtain {', '.join(self.missing)}" if self.missing else ""
+        tried = f"tried {'; '.join(self.tried)}" if self.tried else ""
+        return "; ".join(t for t in (what, tried, self.hint) if t)
 
 
 class UnsafeArchiveError(RuntimeError):
@@ -338,34 +387,40 @@ def file_lock(folder: str | os.PathLike) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-class _Progress:
-    """Log a line every 10 % (or every 8 MiB when the size is unknown)."""
+#: Where download progress bars go (tqdm; shown only when it is a terminal). The
+#: pipeline's data job sets it to the terminal while its log takes stderr.
+PROGRESS_STREAM: TextIO | None = None
 
-    def __init__(self, label: str, total: int | None, start: int = 0):
-        self.label, self.total, self.done = label, total, start
-        self._next = self._step()
 
-    def _step(self) -> int:
-        if self.total:
-            pct = (self.done * 10 // self.total + 1) * 10
-            return self.total * pct // 100
-        return (self.done // (8 * _CHUNK) + 1) * 8 * _CHUNK
+def _progress_bar(label: str, total: int | None, start: int = 0):
+    """Return a tqdm progress bar of bytes; silent unless its stream is a terminal."""
+    from tqdm.auto import tqdm
 
-    def update(self, n: int) -> None:
-        self.done += n
-        if self.done >= self._next:
-            mb = self.done / 2**20
-            if self.total:
-                logger.info(
-                    "%s: %d%% (%.1f of %.1f MiB)",
-                    self.label,
-                    100 * self.done // self.total,
-                    mb,
-                    self.total / 2**20,
-                )
-            else:
-                logger.info("%s: %.1f MiB", self.label, mb)
-            self._next = self._step()
+    return tqdm(
+        total=total,
+        initial=start,
+        desc=label,
+        unit="B",
+        unit_scale=True,
+        unit_divisor=1024,
+        file=PROGRESS_STREAM if PROGRESS_STREAM is not None else sys.stderr,
+        disable=None,  # no bar in a log file or a pipe
+        leave=True,
+        mininterval=0.5,
+    )
+
+
+def _reason(exc: BaseException) -> str:
+    """Return a few words saying why a download attempt failed."""
+    if isinstance(exc, urllib.error.HTTPError):
+        return f"HTTP {exc.code} {exc.reason}"
+    if isinstance(exc, urllib.error.URLError):
+        exc = exc.reason if isinstance(exc.reason, BaseException) else exc
+        if isinstance(exc, urllib.error.URLError):
+            return str(exc.reason)
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__
 
 
 # --------------------------------------------------------------------------- download
@@ -452,7 +507,9 @@ def download(
                 part.unlink(missing_ok=True)
             elif exc.code not in (408, 429, 500, 502, 503, 504):
                 raise DownloadError(
-                    f"cannot download {url}: HTTP {exc.code} {exc.reason}"
+                    f"cannot download {url}: HTTP {exc.code} {exc.reason}",
+                    url=url,
+                    reason=_reason(exc),
                 ) from exc
         except _RETRYABLE as exc:
             last_error = exc
@@ -472,7 +529,9 @@ def download(
             else ""
         )
         raise DownloadError(
-            f"cannot download {url} after {retries} attempt(s): {last_error}{kept}"
+            f"cannot download {url} after {retries} attempt(s): {last_error}{kept}",
+            url=url,
+            reason=f"{_reason(last_error)} ({retries} attempt(s))",
         ) from last_error
 
     if binary and looks_like_html(part):
@@ -480,7 +539,9 @@ def download(
         raise DownloadError(
             f"{url} returned an HTML page instead of the expected file for {dest.name} "
             "(the host may have moved the file, be down, or require a login); "
-            "nothing was saved"
+            "nothing was saved",
+            url=url,
+            reason="an HTML page instead of the file",
         )
     verify_sha256(part, sha256, label=f"{dest} (downloaded from {url})")
     os.replace(part, dest)
@@ -518,10 +579,12 @@ def _download_once(
                 url,
                 "" if total is None else f" ({total / 2**20:.1f} MiB)",
             )
-        progress = _Progress(part.name[: -len(".part")], total, offset)
-        with _Sink(
-            part, dest, limit=limit, label=url, append=bool(offset), keep=True
-        ) as out:
+        with (
+            _progress_bar(dest.name, total, offset) as progress,
+            _Sink(
+                part, dest, limit=limit, label=url, append=bool(offset), keep=True
+            ) as out,
+        ):
             while True:
                 block = resp.read(_CHUNK)
                 if not block:
@@ -738,7 +801,9 @@ def fetch_raw_files(
     direct_urls: Mapping[str, Sequence[str]] | None = None,
     package_dirs: Sequence[str | os.PathLike] = (),
     instructions: str = "",
+    hint: str = "",
     retries: int = 3,
+    offline: bool = False,
     urlopen: Callable = urllib.request.urlopen,
 ) -> dict[str, Path]:
     """Make every raw file of a data set present and verified under ``raw_dir``.
@@ -749,10 +814,13 @@ def fetch_raw_files(
        of an archive placed at ``<mirror>/<dataset>/<archive name>``;
     2. an archive already in ``raw_dir`` (placed by hand or downloaded earlier);
     3. ``package_dirs`` (e.g. the data folder of an installed package);
-    4. only without ``mirror``: the archives' addresses, then ``direct_urls``.
+    4. unless ``offline``: the archives' addresses, then ``direct_urls``.
 
-    With a mirror nothing is downloaded. Files already in ``raw_dir`` are verified;
-    a mismatch deletes them and raises.
+    The mirror is the first source, not the only one: what it lacks is downloaded
+    (``offline=True``: nothing is). Files already in ``raw_dir`` are verified; a
+    mismatch deletes them and raises. ``hint`` says on one line what to download
+    and where to put it (``<root>`` stands for the data folder), for
+    :attr:`DataUnavailableError.line`; ``instructions`` is the long form.
 
     Returns
     -------
@@ -772,6 +840,7 @@ def fetch_raw_files(
     by_name = {f.name: f for f in files}
     found: dict[str, Path] = {}
     errors: list[str] = []
+    tried: list[str] = []  # the same, a few words each
     mdir = Path(mirror) / dataset if mirror is not None else None
 
     def missing() -> list[RawFile]:
@@ -825,12 +894,13 @@ def fetch_raw_files(
                         )
                     except ChecksumError as exc:  # another version is installed
                         errors.append(str(exc))
-        if mdir is not None:
+        if mdir is not None and missing():
+            errors.append(f"not in the mirror folder {mdir}")
+            tried.append(f"the mirror {mdir}/ (not there)")
+        if offline:
             if missing():
-                errors.append(
-                    f"not in the mirror folder {mdir} (downloads are off when a "
-                    "mirror is given)"
-                )
+                errors.append("downloads are off (offline)")
+                tried.append("no download (offline)")
         else:
             for arch in archives:
                 if not {n for n in arch.members.values()} & {f.name for f in missing()}:
@@ -847,6 +917,7 @@ def fetch_raw_files(
                         )
                     except DownloadError as exc:
                         errors.append(str(exc))
+                        tried.append(f"{url} ({exc.reason or exc})")
                         continue
                     try:
                         from_archive(raw_dir / arch.name, arch)
@@ -856,6 +927,7 @@ def fetch_raw_files(
                         # keep nothing of it
                         (raw_dir / arch.name).unlink(missing_ok=True)
                         errors.append(f"{exc} (downloaded from {url}; deleted)")
+                        tried.append(f"{url} (unusable archive, deleted)")
             for f in missing():
                 for url in direct_urls.get(f.name, ()):
                     try:
@@ -870,16 +942,27 @@ def fetch_raw_files(
                         break
                     except DownloadError as exc:
                         errors.append(str(exc))
+                        tried.append(f"{url} ({exc.reason or exc})")
 
     if missing():
-        names = ", ".join(f.name for f in missing())
-        tried = "".join(f"\n  - {e}" for e in errors)
+        names = [f.name for f in missing()]
+        listed = "".join(f"\n  - {e}" for e in errors)
         raise DataUnavailableError(
-            f"{dataset}: cannot obtain {names}."
-            + (f"\nSources tried:{tried}" if tried else "")
-            + f"\n{instructions}"
+            f"{dataset}: cannot obtain {', '.join(names)}."
+            + (f"\nSources tried:{listed}" if listed else "")
+            + f"\n{instructions}",
+            dataset=dataset,
+            missing=names,
+            tried=tried,
+            hint=_fill_root(hint or instructions, raw_dir),
         )
     return found
+
+
+def _fill_root(text: str, raw_dir: Path) -> str:
+    """``text`` with ``<root>`` replaced by the data folder of ``raw_dir``."""
+    root = raw_dir.parent.parent if raw_dir.parent.name == "raw" else None
+    return text if root is None else text.replace("<root>", str(root))
 
 
 def local_status(
@@ -892,6 +975,8 @@ def local_status(
     direct_urls: Mapping[str, Sequence[str]] | None = None,
     package_dirs: Sequence[str | os.PathLike] = (),
     instructions: str = "",
+    hint: str = "",
+    offline: bool = False,
 ) -> tuple[bool, str]:
     """Tell whether :func:`fetch_raw_files` can be expected to succeed.
 
@@ -901,8 +986,9 @@ def local_status(
     -------
     (bool, str)
         ``True`` when every file is present locally (raw folder, mirror, archive,
-        package) or, without a mirror, can be downloaded (not checked); the string
-        says which, or what is missing.
+        package) or, unless ``offline``, can be downloaded (not checked); the
+        string says which, or on one line what is missing, where it was looked for
+        and what to do (``hint``, else ``instructions``).
     """
     raw_dir = Path(raw_dir)
     names = {f.name for f in files}
@@ -925,10 +1011,11 @@ def local_status(
         return True, "raw files found locally"
     urls = [u for a in archives for u in a.urls]
     urls += [u for us in (direct_urls or {}).values() for u in us]
-    if mirror is None and urls:
+    if not offline and urls:
         return True, f"to be downloaded from {urls[0]} (not checked)"
+    where = " or ".join(f"{d}/" for d in folders)
+    why = "offline: nothing is downloaded" if urls else "no download address"
     return False, (
-        f"missing {', '.join(sorted(names - have))}"
-        + (f" (not in {Path(mirror) / dataset}; downloads are off)" if mirror else "")
-        + f". {instructions}"
+        f"{', '.join(sorted(names - have))} not found in {where} ({why}); "
+        + _fill_root(hint or " ".join(instructions.split()), raw_dir)
     )

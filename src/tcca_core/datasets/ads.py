@@ -92,6 +92,7 @@ INSTRUCTIONS = (
     "ad.data and ad.names, into <root>/raw/ads/ (or <mirror>/ads/, where "
     "ad.data.gz is accepted)."
 )
+HINT = f"download {ZIP_URL} and put it in <root>/raw/ads/ (docs/data.md)"
 SOURCE = {
     "origin": PAGE,
     "url": ZIP_URL,
@@ -108,18 +109,23 @@ def _sources() -> dict:
         "archives": [ZIP],
         "direct_urls": DIRECT_URLS,
         "instructions": INSTRUCTIONS,
+        "hint": HINT,
     }
 
 
-def _fetch(raw_dir, mirror):
+def _fetch(raw_dir, mirror, offline=False):
     files = [AD_DATA, AD_NAMES]
-    paths = fetch_raw_files("ads", files, raw_dir=raw_dir, mirror=mirror, **_sources())
+    paths = fetch_raw_files(
+        "ads", files, raw_dir=raw_dir, mirror=mirror, offline=offline, **_sources()
+    )
     return paths, {f.name: f.sha256 for f in files}
 
 
-def _status(raw_dir, mirror):
+def _status(raw_dir, mirror, offline=False):
     files = [AD_DATA, AD_NAMES]
-    return local_status("ads", files, raw_dir=raw_dir, mirror=mirror, **_sources())
+    return local_status(
+        "ads", files, raw_dir=raw_dir, mirror=mirror, offline=offline, **_sources()
+    )
 
 
 def parse_names(path: str | Path) -> list[str]:
@@ -303,6 +309,7 @@ SPEC = DatasetSpec(
     pinned=lambda: {AD_DATA.name: AD_DATA.sha256, AD_NAMES.name: AD_NAMES.sha256},
     status=_status,
     instructions=INSTRUCTIONS,
+    hint=HINT,
     max_samples=3_279,
     view_dims=tuple(zip(VIEW_NAMES, (588, 495, 472), strict=True)),
 )

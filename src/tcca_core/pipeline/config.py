@@ -43,12 +43,17 @@ __all__ = [
     "r_bound",
     "r_grid_of",
     "resolve_settings",
+    "run_location",
     "value_problems",
 ]
 
 
 class ConfigError(ValueError):
     """A configuration error found before any job runs; names the offending key."""
+
+
+#: Keys naming folders (a pattern error is "must be a folder name").
+_FOLDER_KEYS = ("data_root", "mirror", "fit_cache", "results_dir")
 
 
 def _fail(key, message):
@@ -125,7 +130,7 @@ def _describe(error):
             f"needs at least {error.validator_value} {what}, got "
             f"{len(error.instance)} ({_short(error.instance)})"
         )
-    if kind == "pattern" and path and path[-1] in ("data_root", "mirror", "fit_cache"):
+    if kind == "pattern" and path and path[-1] in _FOLDER_KEYS:
         if error.instance == "":  # minLength says the same
             return _key(path), "must not be empty (got '')"
         return _key(path), f"must be a folder name, got {_short(error.instance)}"
@@ -507,3 +512,109 @@ def check_config(cfg: dict) -> dict:
             + "\n(see config/README.md)"
         )
     return settings
+
+
+# ------------------------------------------------------------------ where a run writes
+
+#: The folder of the published results (the committed full grid). Only a run of the
+#: full configuration writes there (and REPRODUCTION.md beside it).
+PUBLISHED = "results"
+#: Keys that change where data are found, how jobs run or where outputs go, not a
+#: single number of the tables: a configuration that differs from the full one only
+#: in these is still the full configuration.
+RUN_KEYS = frozenset(
+    {
+        "data_root",
+        "mirror",
+        "offline",
+        "strict",
+        "skip_unavailable",
+        "fit_cache",
+        "fit_grain",
+        "pending",
+        "results_dir",
+    }
+)
+
+
+def _results_part(config: Mapping) -> dict:
+    return {k: v for k, v in config.items() if k not in RUN_KEYS}
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def run_location(
+    config: Mapping,
+    base: Mapping | None,
+    overlays: list | tuple = (),
+    workdir: str | os.PathLike = ".",
+) -> dict:
+    """Where a run writes, and whether it is the full configuration.
+
+    Parameters
+    ----------
+    config : mapping
+        The merged configuration (the base with the overlays and ``--config``
+        values, defaults filled in).
+    base : mapping or None
+        The base configuration alone (``config/config.yaml``), defaults filled in;
+        ``None``: ``config`` is taken as the full configuration.
+    overlays : sequence of path-like
+        The ``--configfile`` files, in order (they name a reduced run's folder).
+    workdir : path-like
+        The working directory the relative paths are resolved against.
+
+    Returns
+    -------
+    dict
+        ``results`` (the folder of tables, figures, summary and job files),
+        ``logs``, ``reduced`` (True when a key outside :data:`RUN_KEYS` differs
+        from the base), ``label`` (the run's name: ``"full"``, or the overlays'
+        file names, or ``"custom"``), ``published`` (the run writes the published
+        folder :data:`PUBLISHED` and REPRODUCTION.md), ``reproduction`` (the path
+        of its reproduction file) and ``note`` (what the titles of a reduced run
+        say, empty for the full one).
+
+    Raises
+    ------
+    ConfigError
+        ``results_dir`` names the published folder (or a folder in its tables or
+        figures) for a configuration that is not the full one.
+    """
+    reduced = base is not None and _results_part(config) != _results_part(base)
+    names = [Path(str(o)).stem for o in overlays or ()]
+    label = ("-".join(names) or "custom") if reduced else "full"
+    work = Path(os.path.abspath(workdir))
+    published = work / PUBLISHED
+    given = config.get("results_dir")
+    if given:
+        folder = Path(os.path.normpath(str(given))).as_posix()
+        where = Path(os.path.abspath(work / folder))
+        if reduced and (
+            where == published
+            or _inside(where, published / "tables")
+            or _inside(where, published / "figures")
+        ):
+            _fail(
+                "results_dir",
+                f"{given!r} holds the published results of the full configuration; "
+                f"this run differs from it (a reduced run: {label}) and would "
+                f"overwrite them: choose another folder, e.g. {PUBLISHED}/{label}",
+            )
+    else:
+        folder = PUBLISHED if not reduced else f"{PUBLISHED}/{label}"
+        where = work / folder
+    is_published = where == published
+    return {
+        "results": folder,
+        "logs": "logs" if is_published else f"{folder}/logs",
+        "reduced": reduced,
+        "label": label,
+        "published": is_published,
+        "reproduction": "REPRODUCTION.md"
+        if is_published
+        else f"{folder}/REPRODUCTION.md",
+        "note": f"reduced run: {label}" if reduced else "",
+    }

@@ -3,6 +3,9 @@
 Each script in ``workflow/scripts/`` sets up logging (:func:`start_logging`) and calls
 one function of this module with plain values taken from the ``snakemake`` object:
 
+- :func:`prepare_data`: a data set fetched, verified and prepared, or skipped with
+  one line when it cannot be obtained; its status in this run, as JSON (checkpoint
+  ``prepare_data``);
 - :func:`draw_splits`: the random subset (if any) and the labeled/validation/test
   splits of a setting, as JSON (rule ``splits``);
 - :func:`run_fit_job`: one method on one split (or every split) of a setting over
@@ -44,7 +47,9 @@ __all__ = [
     "gather_fits",
     "load_splits",
     "load_views",
+    "prepare_data",
     "random_subset",
+    "read_status",
     "run_fit_job",
     "save_splits",
     "start_logging",
@@ -64,17 +69,28 @@ MIN_EVAL_ROWS = 10
 # ------------------------------------------------------------------------ helpers
 
 
-def start_logging(log: PathLike, rule: str = "job") -> logging.Logger:
-    """Send stderr, warnings and the ``logging`` records of the job to ``log``."""
+def start_logging(
+    log: PathLike, rule: str = "job", *, keep_stderr: bool = False
+) -> logging.Logger:
+    """Send stderr, warnings and the ``logging`` records of the job to ``log``.
+
+    Records at INFO and above of every logger are kept, the library's included: a
+    fit job's log shows the solver's progress per rank (``tcca_core._tensors``:
+    "rank r (i/n): ... sweeps"). With ``keep_stderr`` the job's stderr stays where
+    it was (the terminal of a local run), for what the job shows there itself.
+    """
     log = Path(log)
     log.parent.mkdir(parents=True, exist_ok=True)
-    sys.stderr = open(log, "w", buffering=1, encoding="utf-8")  # noqa: SIM115
+    stream = open(log, "w", buffering=1, encoding="utf-8")  # noqa: SIM115
+    if not keep_stderr:
+        sys.stderr = stream
     logging.basicConfig(
-        stream=sys.stderr,
+        stream=stream,
         level=logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         force=True,
     )
+    logging.getLogger("tcca_core").setLevel(logging.INFO)
     logging.captureWarnings(True)
     return logging.getLogger(f"workflow.{rule}")
 
@@ -85,6 +101,7 @@ def load_views(
     data_root: PathLike,
     mirror: PathLike | None = None,
     views: Sequence[int | str] | None = None,
+    offline: bool = False,
     **options: Any,
 ):
     """``tcca_core.datasets.load``, keeping only the ``views`` named, in that order.
@@ -95,7 +112,9 @@ def load_views(
     """
     from .. import datasets
 
-    data = datasets.load(name, root=data_root, mirror=mirror, **options)
+    data = datasets.load(
+        name, root=data_root, mirror=mirror, offline=offline, **options
+    )
     if views:
         names = list(data.info.get("view_names") or [])
         m = len(data.views)
@@ -170,26 +189,113 @@ def check_eval_rows(splits, where: str) -> None:
 # ---------------------------------------------------------------------------- jobs
 
 
+def _one_line(exc: BaseException, spec, data_root: PathLike) -> str:
+    """Say on one line why a data set cannot be had, and what to do."""
+    from ..datasets import DataUnavailableError
+
+    if isinstance(exc, DataUnavailableError) and exc.hint:
+        return exc.line
+    first = " ".join(str(exc).split())
+    hint = (spec.hint or "").replace("<root>", str(data_root))
+    return f"{first}; {hint}" if hint else first
+
+
+def prepare_data(
+    dataset: str,
+    status: PathLike,
+    *,
+    data_root: PathLike,
+    mirror: PathLike | None = None,
+    offline: bool = False,
+    strict: bool = False,
+    terminal=None,
+) -> int:
+    """Fetch, verify and prepare ``dataset``; write its status in this run.
+
+    The mirror is tried first, then the network (unless ``offline``). When the
+    data set cannot be obtained (nothing to copy or download, a host that is down,
+    a download that is not the pinned file), one line saying what was tried, what
+    to download and where to put it goes to ``terminal`` (default: the process's
+    original stderr) and the whole message to the log; then either the status
+    says ``"available": false`` with that line and 0 is returned (the run goes on
+    without it), or with ``strict`` nothing is written and 1 is returned (the run
+    fails). A full disk or an unwritable folder is always an error.
+
+    The status (JSON) is ``{"dataset", "available", "reason" or "manifest"}``;
+    download progress bars go to ``terminal`` when it is one.
+    """
+    from .. import datasets
+    from ..datasets import _download
+
+    term = terminal if terminal is not None else sys.__stderr__
+    _download.PROGRESS_STREAM = term
+    errors = (
+        datasets.DataUnavailableError,
+        datasets.ChecksumError,
+        datasets.DownloadError,
+        datasets.UnsafeArchiveError,
+    )
+    try:
+        manifest = datasets.prepare(dataset, data_root, mirror, offline=offline)
+    except errors as exc:
+        logger.error("%s", exc)
+        line = _one_line(exc, datasets.DATASETS[dataset], data_root)
+        if strict:
+            print(
+                f"Data set {dataset} cannot be obtained (strict: the run stops): "
+                f"{line}",
+                file=term,
+                flush=True,
+            )
+            return 1
+        print(f"Skipping data set {dataset}: {line}", file=term, flush=True)
+        doc = {"dataset": dataset, "available": False, "reason": line}
+    else:
+        doc = {"dataset": dataset, "available": True, "manifest": str(manifest)}
+    atomic_write_text(status, json.dumps(doc, indent=1) + "\n")
+    return 0
+
+
+def read_status(status: PathLike | None) -> dict:
+    """Read a data set's status written by :func:`prepare_data` (ValueError if skipped).
+
+    ``None``: nothing to check.
+    """
+    if status is None:
+        return {"available": True}
+    doc = json.loads(Path(status).read_text())
+    if not doc["available"]:
+        raise ValueError(
+            f"data set {doc['dataset']!r} was skipped in this run: {doc['reason']}"
+        )
+    return doc
+
+
 def draw_splits(
     cfg: Mapping[str, Any],
     out: PathLike,
     *,
     data_root: PathLike,
     mirror: PathLike | None = None,
+    offline: bool = False,
+    status: PathLike | None = None,
 ) -> None:
     """Draw the random subset (if any) and the splits of one setting into ``out``.
 
     ``cfg`` holds the setting's keys (common.smk's ``split_params``): dataset,
     setting, load, views, n_labeled, per_class, subset, pool, fit_on, n_splits,
-    val_fraction, seed.
+    val_fraction, seed. ``status`` is the data set's status in this run
+    (:func:`prepare_data`): a skipped data set is an error naming why.
     """
     from ..protocol.splits import make_splits
 
+    read_status(status)
     data = load_views(
         cfg["dataset"],
         data_root=data_root,
         mirror=mirror,
         views=cfg["views"],
+        offline=offline,
         **cfg["load"],
     )
     logger.info("loaded %r", data)
@@ -232,6 +338,7 @@ def run_fit_job(
     mirror: PathLike | None = None,
     fit_cache: PathLike | None = None,
     threads: int = 1,
+    offline: bool = False,
 ) -> pd.DataFrame:
     """One method on one split (or every split) of a setting, over the r grid.
 
@@ -253,6 +360,7 @@ def run_fit_job(
         data_root=data_root,
         mirror=mirror,
         views=cfg["views"],
+        offline=offline,
         **cfg["load"],
     )
     subset, split_list = load_splits(splits, cfg["split"])
@@ -261,7 +369,11 @@ def run_fit_job(
     fit_views = None
     if cfg["fit_extra"]:  # extra unlabeled rows for the subspace (SecStr 1.3M)
         extra = load_views(
-            cfg["fit_extra"], data_root=data_root, mirror=mirror, views=cfg["views"]
+            cfg["fit_extra"],
+            data_root=data_root,
+            mirror=mirror,
+            views=cfg["views"],
+            offline=offline,
         )
         rows = random_subset(
             extra.n_samples,
@@ -339,7 +451,11 @@ def build_table(
     out : mapping
         Output paths, keyed as the ``table`` rule's outputs (csv, md, tex,
         csv_best_r, md_best_r, tex_best_r, json, cost, cost_md, cost_tex, cost_by_r,
-        accuracy_png, accuracy_pdf, cost_png, cost_pdf).
+        accuracy_png, accuracy_pdf, cost_png, cost_pdf, and optionally html: every
+        table of this one on one page, reading (A) first, for the report).
+
+    A ``run_note`` in ``spec`` (a reduced run's "reduced run: quick") ends every
+    title, of the tables and of the figures, and adds a footnote.
 
     Returns
     -------
@@ -350,6 +466,18 @@ def build_table(
 
     name, title, columns = spec["name"], spec["title"], spec["columns"]
     paper, same_as = spec.get("paper"), spec["same_as"]
+    run_note = spec.get("run_note") or ""
+    mark = f" [{run_note}]" if run_note else ""
+    reduced = (
+        [
+            f"{run_note[0].upper()}{run_note[1:]}: not the full configuration; "
+            "these numbers show that everything runs and are not for comparison "
+            "with the paper."
+        ]
+        if run_note
+        else []
+    )
+    html: list[tuple[str, pd.DataFrame, list[str]]] = []
     if not isinstance(runs, pd.DataFrame):
         runs = pd.concat([pd.read_csv(f) for f in runs], ignore_index=True)
     counts = sorted(int(t) for t in runs["threads"].dropna().unique())
@@ -363,15 +491,17 @@ def build_table(
         table, records[reading] = reporting.accuracy_table(
             cells, columns, paper=paper, same_as=same_as
         )
+        notes = reporting.accuracy_notes(reading, paper) + reduced
         reporting.write_table(
             table,
             csv=out[f"csv{suffix}"],
             md=out[f"md{suffix}"],
             tex=out[f"tex{suffix}"],
-            title=f"{title} [{reporting.READINGS[reading]}]",
+            title=f"{title} [{reporting.READINGS[reading]}]{mark}",
             label=f"tab:{name}{suffix}",
-            notes=reporting.accuracy_notes(reading, paper),
+            notes=notes,
         )
+        html.append((f"Reading {reporting.READINGS[reading]}", table, notes))
 
     # Cost: in-fit time/memory at the selected r and across r; whole-job time and RSS
     # from the fit jobs' benchmark files, keyed by the jobs' (setting, method).
@@ -386,38 +516,44 @@ def build_table(
         threads=threads,
         machine=machine,
     )
+    cost_notes = [f"Measured on {machine}, {threads} thread(s) per job.", *reduced]
     reporting.write_table(
         cost,
         csv=out["cost"],
         md=out["cost_md"],
         tex=out["cost_tex"],
-        title=f"Fit time and peak memory at the selected r: {title}",
+        title=f"Fit time and peak memory at the selected r: {title}{mark}",
         label=f"tab:{name}_cost",
-        notes=[f"Measured on {machine}, {threads} thread(s) per job."],
+        notes=cost_notes,
     )
+    html.append(("Fit time and peak memory at the selected r", cost, cost_notes))
+    if out.get("html"):
+        atomic_write_text(out["html"], reporting.to_html(html, f"{title}{mark}"))
     by_r = reporting.cost_by_r(runs).assign(threads=str(threads), machine=machine)
     write_csv(by_r, out["cost_by_r"])
 
     # Figures.
     curves = reporting.accuracy_curves(runs)
+    accuracy_title, cost_title = reporting.figure_titles(f"{title}{mark}")
     reporting.plot_accuracy(
         curves,
         columns,
         [out["accuracy_png"], out["accuracy_pdf"]],
-        title=title,
+        title=accuracy_title,
         same_as=same_as,
     )
     reporting.plot_cost(
         reporting.cost_by_r(runs),
         columns,
         [out["cost_png"], out["cost_pdf"]],
-        title=f"Fit cost vs r: {title}",
+        title=cost_title,
         subtitle=f"{machine}; threads per job: {threads}",
+        same_as=same_as,
     )
 
     record = reporting.table_record(
         name,
-        spec,
+        {**spec, "title": f"{title}{mark}"},
         records,
         cost=cost,
         curves=curves,
@@ -436,11 +572,25 @@ def write_summary(
     *,
     config: Mapping[str, Any],
     workflow_dir: PathLike,
+    run: Mapping[str, Any] | None = None,
+    skipped: Mapping[str, str] | None = None,
+    statuses: Sequence[PathLike] = (),
 ) -> dict:
-    """``results/summary.json``: every table number, with the run's provenance."""
+    """``results/summary.json``: every table number, with the run's provenance.
+
+    ``run`` (:func:`tcca_core.pipeline.config.run_location`) says where the run
+    wrote and whether it is the full configuration; ``skipped`` (data set -> why)
+    and the data sets' ``statuses`` (:func:`prepare_data`) give the data sets the
+    run went on without (key ``skipped``).
+    """
     from .. import reporting
 
     records = [json.loads(Path(f).read_text()) for f in tables]
+    skipped = dict(skipped or {})
+    for f in statuses:
+        doc = json.loads(Path(f).read_text())
+        if not doc["available"]:
+            skipped[doc["dataset"]] = doc["reason"]
     threads = sorted(
         {str(t["threads"]) for t in records if t.get("threads") is not None}
     )
@@ -449,7 +599,11 @@ def write_summary(
         repo=workflow_dir,
         threads=threads[0] if len(threads) == 1 else threads,
     )
+    if run is not None:
+        prov["run"] = dict(run)
     summary = reporting.build_summary(records, prov)
+    if skipped:
+        summary["skipped"] = skipped
     atomic_write_text(out, json.dumps(summary, indent=2, sort_keys=True) + "\n")
     logger.info("summary of %d tables written", len(records))
     return summary
@@ -462,13 +616,30 @@ def write_reproduction(
     *,
     root: PathLike,
     missing: Mapping[str, str],
+    tables: Mapping[str, str] | None = None,
+    figures: str = "results/figures",
 ) -> None:
-    """REPRODUCTION.md from the summary and the written investigations."""
+    """REPRODUCTION.md (or a reduced run's own file) from the summary and the notes.
+
+    ``missing`` gives the reason of each table known not to run; ``tables`` (table
+    -> data set) adds those of data sets that the run skipped (the summary's
+    ``skipped``); ``figures`` is the figures' folder relative to ``out``.
+    """
     from .. import reproduction
 
     doc = json.loads(Path(summary).read_text())
+    missing = dict(missing)
+    for table, dataset in (tables or {}).items():
+        why = (doc.get("skipped") or {}).get(dataset)
+        if why and table not in doc.get("tables", {}) and table not in missing:
+            missing[table] = (
+                f"Not run: the data set `{dataset}` could not be obtained on the "
+                f"machine that ran the pipeline ({why})."
+            )
     notes = reproduction.include_files(Path(investigations).read_text(), Path(root))
-    text = reproduction.build(doc, investigations=notes, missing=missing)
+    text = reproduction.build(
+        doc, investigations=notes, missing=missing, figures=figures
+    )
     atomic_write_text(out, text)
     logger.info(
         "REPRODUCTION.md written (%d deviations)", len(reproduction.deviations(doc))
