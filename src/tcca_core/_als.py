@@ -78,7 +78,7 @@ def init_factors(
     mode_grams: Callable[[], list[np.ndarray]] | None = None,
     power_iter: int | None = None,
 ) -> list[np.ndarray]:
-    """Initial factors: ``"random"``, ``"svd"``, ``"hosvd"`` or a list of arrays.
+    """Make initial factors: ``"random"``, ``"svd"``, ``"hosvd"`` or a list of arrays.
 
     ``"svd"`` is a randomized HOSVD that never unfolds the tensor: the leading left
     singular vectors of T_(p) are estimated from T_(p) Omega, where the Gaussian
@@ -161,9 +161,11 @@ def init_factors(
 
 
 def _numerical_rank(sv: np.ndarray, factor: float = 1.0) -> int:
-    """Number of leading values of the decreasing ``sv`` above
-    factor * sv[0] * len(sv) * machine epsilon (numpy's ``matrix_rank`` tolerance
-    for factor = 1)."""
+    """Count the leading values of the decreasing ``sv`` above a tolerance.
+
+    The tolerance is factor * sv[0] * len(sv) * machine epsilon (numpy's
+    ``matrix_rank`` tolerance for factor = 1).
+    """
     if sv.size == 0 or sv[0] <= 0:
         return 0
     tol = factor * sv[0] * sv.size * np.finfo(float).eps
@@ -171,8 +173,10 @@ def _numerical_rank(sv: np.ndarray, factor: float = 1.0) -> int:
 
 
 def column_signs(U: np.ndarray) -> np.ndarray:
-    """+-1 per column: the sign of the column's largest-magnitude entry (+1 for a
-    zero column). The one sign convention of the package."""
+    """Return +-1 per column: the sign of the column's largest-magnitude entry.
+
+    A zero column gets +1. The one sign convention of the package.
+    """
     if U.shape[0] == 0:
         return np.ones(U.shape[1])
     idx = np.argmax(np.abs(U), axis=0)
@@ -260,6 +264,7 @@ def cp_als(
         n_iter, n_jumps = resume.n_iter, resume.n_jumps
         acc_pow, acc_fail, streak = resume.state
     else:
+        assert init is not None, "cp_als needs init or resume"
         factors = [U.copy() for U in init]
         errors = []
         n_iter = n_jumps = streak = 0
@@ -308,8 +313,11 @@ def cp_als(
 
 
 def convergence_message(name: str, errors: Sequence[float], tol: float) -> str:
-    """The ConvergenceWarning of a fit that ran out of sweeps: how far the error
-    still moved, so that a user can judge whether more sweeps matter."""
+    """Word the ConvergenceWarning of a fit that ran out of sweeps.
+
+    It says how far the error still moved, so that a user can judge whether more
+    sweeps matter.
+    """
     n = len(errors)
     w = min(WINDOW, n - 1)
     moved = (errors[-1 - w] - errors[-1]) / max(errors[-1], 1e-300) if w > 0 else 0.0

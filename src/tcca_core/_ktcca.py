@@ -165,11 +165,11 @@ class KTCCA(HighOrderCorrelationMixin, TransformerMixin, BaseEstimator):
         return self
 
     def fit_path(self, views, ranks, *, warm_start: bool = False) -> list:
-        """Fitted copies of this estimator, one per rank in ``ranks``, sharing
-        kernels, Cholesky factors and the engine (the O(N^3) work is done once).
+        """Fitted copies of this estimator, one per rank in ``ranks``.
 
-        Each copy has this estimator's parameters with ``n_components`` set to its
-        rank; see :func:`tcca_core.tcca_path` for ``warm_start``.
+        They share kernels, Cholesky factors and the engine (the O(N^3) work is
+        done once). Each copy has this estimator's parameters with ``n_components``
+        set to its rank; see :func:`tcca_core.tcca_path` for ``warm_start``.
         """
         from sklearn.base import clone
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -82,10 +83,10 @@ class WhitenedView:
     def __init__(self, X, mean: np.ndarray | None = None, W: np.ndarray | None = None):
         self.N, d = X.shape
         self.d = d if W is None else W.shape[1]
-        self.sparse = None
+        self.sparse: tuple[Any, np.ndarray, np.ndarray] | None = None
         self.is_sparse = sp.issparse(X)
-        self._Y = None
-        self._dense = None
+        self._Y: np.ndarray | None = None
+        self._dense: tuple[Any, np.ndarray | None, np.ndarray | None] | None = None
         if self.is_sparse:
             self.X = sp.csr_matrix(X)
             self.mean = np.zeros(d) if mean is None else mean
@@ -110,6 +111,7 @@ class WhitenedView:
         if self._Y is None and self._dense is not None:
             X, mean, W = self._dense
             if sp.issparse(X):
+                assert mean is not None  # a sparse X is kept with its mean
                 Y = np.asarray(X @ W) - mean @ W
             else:
                 Y = X if mean is None else X - mean
@@ -128,21 +130,27 @@ class WhitenedView:
     def dot(self, U: np.ndarray) -> np.ndarray:
         """Y @ U, shape (N, r)."""
         if not self.is_sparse:
-            return self.Y @ U
+            Y = self.Y
+            assert Y is not None  # a dense view always has Y
+            return Y @ U
         WU = self.W @ U
         return np.asarray(self.X @ WU) - self.mean @ WU
 
     def tdot(self, H: np.ndarray) -> np.ndarray:
         """Y.T @ H, shape (d, r)."""
         if not self.is_sparse:
-            return self.Y.T @ H
+            Y = self.Y
+            assert Y is not None  # a dense view always has Y
+            return Y.T @ H
         XtH = np.asarray(self.X.T @ H) - np.outer(self.mean, H.sum(axis=0))
         return self.W.T @ XtH
 
     def rows(self, start: int, stop: int) -> np.ndarray:
         """Dense block Y[start:stop]."""
         if not self.is_sparse:
-            return self.Y[start:stop]
+            Y = self.Y
+            assert Y is not None  # a dense view always has Y
+            return Y[start:stop]
         return (self.X[start:stop].toarray() - self.mean) @ self.W
 
 
@@ -152,9 +160,11 @@ _SPARSE_MATMUL_COST = 8.0
 
 
 def _dense_pays(N: int, d_in: int, d: int, nnz: int) -> bool:
-    """Whether a sparse view should be whitened to a dense Y for the implicit
-    products: Y fits in 256 MB and 2 N d flops of GEMM per product beat
-    nnz sparse multiply-adds plus the 2 d_in d flops of W U."""
+    """Decide whether a sparse view is whitened to a dense Y for the implicit products.
+
+    It is when Y fits in 256 MB and 2 N d flops of GEMM per product beat nnz
+    sparse multiply-adds plus the 2 d_in d flops of W U.
+    """
     if 8.0 * N * d > 4 * _BLOCK_BYTES:
         return False
     return 2.0 * N * d < _SPARSE_MATMUL_COST * nnz + 2.0 * d_in * d
@@ -199,23 +209,24 @@ class ImplicitMoment:
                 H = P.copy()
             else:
                 H *= P
+        assert H is not None  # M has at least two modes
         return self.views[p].tdot(H) / self.N
 
     def norm_method(self) -> str:
-        """The cheapest exact route to ||M||^2 (see :func:`norm_costs`)."""
+        """Return the cheapest exact route to ||M||^2 (see :func:`norm_costs`)."""
         costs = norm_costs(
             self.N,
             self.dims,
             [v.nnz_per_row for v in self.views],
             sparse=all(v.sparse is not None for v in self.views),
         )
-        return min(costs, key=costs.get)
+        return min(costs, key=costs.__getitem__)
 
     def norm_sq(self, method: str | None = None) -> float:
         """||M||_F^2, exactly, by ``method`` (default: :meth:`norm_method`)."""
         method = self.norm_method() if method is None else method
         if method == "sparse":
-            M = _sparse_moment([v.sparse for v in self.views])
+            M = _sparse_moment(_sparse_forms(self.views))
             return float(np.vdot(M, M))
         if method == "unfolding":
             return _unfolding_norm_sq(self.views)
@@ -224,9 +235,12 @@ class ImplicitMoment:
         return _gram_norm_sq(self.views)
 
     def mode_grams(self, method: str | None = None) -> list[np.ndarray]:
-        """M_(p) M_(p)^T (d_p x d_p) for every mode, by the cheapest exact route
-        (:func:`mode_gram_costs`); the "sparse" route builds M (under 256 MB) from
-        sparse moments and discards it, the others never hold more than 64 MB."""
+        """Return M_(p) M_(p)^T (d_p x d_p) for every mode, by the cheapest exact route.
+
+        The costs are :func:`mode_gram_costs`'s; the "sparse" route builds M (under
+        256 MB) from sparse moments and discards it, the others never hold more
+        than 64 MB.
+        """
         if method is None:
             costs = mode_gram_costs(
                 self.N,
@@ -234,14 +248,25 @@ class ImplicitMoment:
                 [v.nnz_per_row for v in self.views],
                 sparse=all(v.sparse is not None for v in self.views),
             )
-            method = min(costs, key=costs.get)
+            method = min(costs, key=costs.__getitem__)
         if method == "sparse":
-            return _dense_mode_grams(_sparse_moment([v.sparse for v in self.views]))
+            return _dense_mode_grams(_sparse_moment(_sparse_forms(self.views)))
         if method == "unfolding":
             return _unfolding_mode_grams(self.views)
         if method != "gram":
             raise ValueError(f"unknown mode-Gram method {method!r}")
         return _gram_mode_grams(self.views)
+
+
+def _sparse_forms(
+    views: Sequence[WhitenedView],
+) -> list[tuple[Any, np.ndarray, np.ndarray]]:
+    """Return every view's sparse form ``(X as CSR, mean, W)``; all must have one."""
+    forms = []
+    for v in views:
+        assert v.sparse is not None, "every view needs a sparse form"
+        forms.append(v.sparse)
+    return forms
 
 
 def _argmin_first(values: Sequence[float]) -> int:
@@ -274,6 +299,7 @@ def _gram_norm_sq(views: Sequence[WhitenedView]) -> float:
         for yi in Yi:
             g = dsyrk(1.0, np.asarray(yi, dtype=np.float64).T, trans=1)
             G = g if G is None else G * g
+        assert G is not None  # there is at least one view
         total += 2.0 * G.sum() - np.trace(G)
         for j in starts:
             if j <= i:
@@ -282,6 +308,7 @@ def _gram_norm_sq(views: Sequence[WhitenedView]) -> float:
             for v, yi in zip(views, Yi, strict=True):
                 g = yi @ v.rows(j, j + B).T
                 G = g if G is None else G * g
+            assert G is not None
             total += 2.0 * G.sum()
     return total / N**2
 
@@ -476,7 +503,7 @@ def correlations(
     """
     N, r = views[0].N, factors[0].shape[1]
     B = _block_rows(N, 8 * r)
-    sparse = []
+    sparse: list[tuple[Any, np.ndarray, np.ndarray] | None] = []
     for v, U in zip(views, factors, strict=True):
         # the sparse form, unless the dense Y already exists (never whiten a
         # mostly-zero dense X just for this)
@@ -491,7 +518,9 @@ def correlations(
         H = None
         for v, U, s in zip(views, factors, sparse, strict=True):
             if s is None:
-                P = v.Y[i : i + B] @ U
+                Y = v.Y
+                assert Y is not None  # no sparse form used: the dense Y exists
+                P = Y[i : i + B] @ U
             else:
                 P = np.asarray(s[0][i : i + B] @ s[1])
                 P -= s[2]
@@ -499,6 +528,7 @@ def correlations(
                 H = P
             else:
                 H *= P
+        assert H is not None  # there is at least one view
         total += H.sum(axis=0)
     return total / N
 
@@ -523,7 +553,7 @@ def dense_moment(
     ):
         nnz = [v.nnz_per_row for v in views]
         if sparse_moment_cost(N, dims, nnz) < 2.0 * N * _prod(dims):
-            return _sparse_moment([v.sparse for v in views])
+            return _sparse_moment(_sparse_forms(views))
     rest = int(np.prod(dims[1:]))
     M = np.zeros((dims[0], rest))
     B = _block_rows(N, 8 * rest)
@@ -584,7 +614,7 @@ def _raw_moment(Xs: Sequence[sp.csr_matrix], block: int | None = None) -> np.nda
     widths = [int(np.diff(X.indptr).max(initial=0)) for X in Xs]
     mean_nnz = [max(X.nnz / max(N, 1), 1e-12) for X in Xs]
     if _prod(widths) <= 2.0 * _prod(mean_nnz) and size < 2**62:
-        per_row = max(1, int(_prod(widths)))
+        per_row: float = max(1, int(_prod(widths)))
         B = block or int(max(1, min(N, _KR_MAX_NNZ // per_row)))
         flat = np.zeros(size)
         strides = np.cumprod([1, *dims[::-1]])[::-1][1:]  # C-order strides
@@ -629,6 +659,7 @@ def _sparse_moment(parts: Sequence[tuple]) -> np.ndarray:
     C = np.zeros([X.shape[1] for X in Xs])
     for k in range(m + 1):
         for S in combinations(range(m), k):
+            T: np.ndarray | np.float64
             if k >= 2:
                 T = _raw_moment([Xs[p] for p in S])
             elif k == 1:
@@ -765,17 +796,17 @@ class MomentEngine:
         self.views = list(views)
         self.name = name
         self.dims = [v.d for v in self.views]
-        self._M = None
-        self._norm_sq = None
+        self._M: np.ndarray | None = None
+        self._norm_sq: float | None = None
         self._op = ImplicitMoment(self.views) if name == "implicit" else None
         self._tree: dict = {}
-        self._mode_grams = None
+        self._mode_grams: list[np.ndarray] | None = None
 
     @classmethod
     def choose(
         cls, views: Sequence[WhitenedView], rank: int, algorithm: str
     ) -> MomentEngine:
-        """The engine ``algorithm`` names, or the cost model's pick for ``"auto"``."""
+        """Make the engine ``algorithm`` names, or the cost model's pick for "auto"."""
         N = views[0].N
         dims = [v.d for v in views]
         sparse = all(v.sparse is not None for v in views)
@@ -853,7 +884,7 @@ class MomentEngine:
         return 4.0 * self.views[0].N * rank * sum(self.dims)
 
     def auto_init(self, ranks: Sequence[int]) -> str:
-        """The start ``init="auto"`` means for a fit over ``ranks``.
+        """Return the start ``init="auto"`` means for a fit over ``ranks``.
 
         The exact HOSVD (``"hosvd"``) when it costs no more than the ALS sweeps it
         starts (``_COST_SWEEPS`` per rank, summed over a rank path, which shares
@@ -867,7 +898,7 @@ class MomentEngine:
         return "hosvd" if self.init_cost() <= max(budget, _FREE_FLOPS) else "svd"
 
     def auto_n_init(self, rank: int) -> int:
-        """The number of starts ``n_init="auto"`` means at ``rank``.
+        """Return the number of starts ``n_init="auto"`` means at ``rank``.
 
         As many as fit in ``_RESTART_FLOPS`` (a few seconds on one core) at
         ``_COST_SWEEPS`` sweeps each, between 1 and ``_MAX_STARTS``. Small problems,
@@ -880,17 +911,24 @@ class MomentEngine:
         return int(min(max(_RESTART_FLOPS // max(one, 1.0), 1), _MAX_STARTS))
 
     def _two_view(self, rank: int):
-        """m = 2: M is a d_1 x d_2 matrix and its best rank-r approximation is the
-        truncated SVD (Eckart-Young), so no ALS is needed: the weights are the top
-        r singular values, the regularized canonical correlations."""
+        """Decompose M exactly when m = 2, by its truncated SVD.
+
+        M is a d_1 x d_2 matrix and its best rank-r approximation is the truncated
+        SVD (Eckart-Young), so no ALS is needed: the weights are the top r singular
+        values, the regularized canonical correlations.
+        """
         if self._op is None:
             M = self.M
         else:
             d2 = self.dims[1]
             eye = np.eye(d2)
             J = _block_rows(d2, 8 * self.views[0].N)  # N x J projections <= 64 MB
+            # mode 0's factor is never read by the MTTKRP for mode 0
             M = np.hstack(
-                [self._op.mttkrp([None, eye[:, j : j + J]], 0) for j in range(0, d2, J)]
+                [
+                    self._op.mttkrp([None, eye[:, j : j + J]], 0)  # type: ignore[list-item]
+                    for j in range(0, d2, J)
+                ]
             )
         U, sv, Vt = np.linalg.svd(M, full_matrices=False)
         norm_sq = float(np.sum(sv**2))
@@ -1086,7 +1124,7 @@ class MomentEngine:
             t = perf_counter()
             if not isinstance(random_state, np.random.Generator):
                 rng = as_generator(random_state)
-            extra = []
+            extra: list[list[np.ndarray]] = []
             if warm_start and previous is not None and len(self.dims) > 2:
                 fresh = init_factors(
                     self.mttkrp,
