@@ -174,12 +174,16 @@ def run(case_name: str, engine: str, seed: int, eps: float, init: str = "") -> d
             return norm_sq(self, method)
 
         T.ImplicitMoment.norm_sq = timers.wrap("build", counted_norm)
+        # INIT or INIT/nK: the start, and optionally n_init=K (e.g. auto/n1)
+        init, _, n_init = init.partition("/n")
         kw = {"init": init} if init else {}
+        if n_init:
+            kw["n_init"] = int(n_init)
         if engine == "tensorly":
             # The paper's route: the dense tensor and plain CP-ALS (no line
-            # search) to tensorly's own tolerance (1e-8 on the error change);
-            # same start and sweep budget as ours.
-            kw.update(linesearch=False, tol=1e-8)
+            # search), one start (the exact HOSVD, as tensorly's own default), to
+            # tensorly's tolerance (1e-8 on the error change), our sweep budget.
+            kw.update(linesearch=False, tol=1e-8, n_init=1)
         if case.kind == "tcca":
             est = TCCA(case.r, eps=eps, algorithm=engine, random_state=seed, **kw)
         else:
