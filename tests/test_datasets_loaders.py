@@ -721,7 +721,7 @@ def test_snakemake_rule_prepares_nuswide_fixture(tmp_path):
             "--config",
             f"mirror={tmp_path / 'mirror'}",
             "--",
-            "data/prepared/nuswide/manifest.json",
+            "results/data/nuswide.json",
         ],
         capture_output=True,
         text=True,
@@ -733,6 +733,8 @@ def test_snakemake_rule_prepares_nuswide_fixture(tmp_path):
         check=False,
     )
     assert res.returncode == 0, res.stderr[-2000:]
+    status = json.loads((tmp_path / "results/data/nuswide.json").read_text())
+    assert status["available"] is True
     m = json.loads((tmp_path / "data/prepared/nuswide/manifest.json").read_text())
     assert m["n_samples"] == int((L.sum(1) == 1).sum())
     assert (tmp_path / "logs/prepare_data/nuswide.log").is_file()

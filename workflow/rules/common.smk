@@ -14,9 +14,9 @@
 #      data set lacks, a subset above its rows, an unknown paper table or column
 #      (every problem reported, one line each).
 
-import copy
 import functools
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -111,20 +111,26 @@ def data_routes():
             f"Leaving data set {dataset!r} out of the default target and the summary: "
             f"pending ({PENDING[dataset]})."
         )
-    wanted = [d for d in DATASETS if d not in PENDING]
     routes = {}
-    for dataset in dict.fromkeys(d for w in wanted for d in [w, *_extras(w)]):
-        if STRICT:
-            routes[dataset] = ("ready", "")
-            continue
+
+    def route(dataset):
+        if dataset in routes:
+            return routes[dataset][0]
         kw = {"root": DATA_ROOT, "mirror": MIRROR}
-        if tcca_datasets.availability(dataset, offline=True, **kw)[0]:
+        if STRICT or tcca_datasets.availability(dataset, offline=True, **kw)[0]:
             routes[dataset] = ("ready", "")
-            continue
-        ok, why = tcca_datasets.availability(dataset, offline=OFFLINE, **kw)
-        routes[dataset] = ("fetch", "") if ok else ("skip", why)
-        if not ok:
-            logger.warning(f"Skipping data set {dataset}: {why}")
+        else:
+            ok, why = tcca_datasets.availability(dataset, offline=OFFLINE, **kw)
+            routes[dataset] = ("fetch", "") if ok else ("skip", why)
+            if not ok:
+                logger.warning(f"Skipping data set {dataset}: {why}")
+        return routes[dataset][0]
+
+    for dataset in DATASETS:
+        # the extra data of a data set that is skipped anyway need no line of their own
+        if dataset not in PENDING and route(dataset) != "skip":
+            for extra in _extras(dataset):
+                route(extra)
     return routes
 
 
@@ -410,8 +416,14 @@ def run_end_message():
             status = read_status(path)
             if not status["available"]:
                 skipped[status["dataset"]] = status["reason"]
-    lines = [f"Skipped data set {d}: {why}" for d, why in skipped.items()]
-    overlays = " ".join(f"--configfile {c}" for c in workflow.overwrite_configfiles)
+    # each was named with its reason on one line when it was skipped
+    lines = [
+        f"Skipped data sets: {', '.join(skipped)} (why: above; `strict: true` "
+        "makes this an error)"
+    ] if skipped else []
+    overlays = " ".join(
+        f"--configfile {os.path.relpath(c)}" for c in workflow.overwrite_configfiles
+    )
     kind = f"reduced run ({RUN['label']})" if RUN["reduced"] else "full configuration"
     lines += [
         f"Outputs of this run ({kind}) are in {RESULTS}/:",
