@@ -192,21 +192,40 @@ def tree_penalty(W: np.ndarray, blocks, t1: float, t2: float) -> float:
 _POLAR_GRAM_MIN_RATIO = 1e-4
 
 
+def _polar_svd(M: np.ndarray) -> np.ndarray:
+    """``U V^T`` from the thin SVD ``M = U S V^T`` (the B-step before issue #18)."""
+    U, _, Vt = np.linalg.svd(M, full_matrices=False)
+    return U @ Vt
+
+
+def _polar_gram(M: np.ndarray) -> np.ndarray | None:
+    """``M (M^T M)^{-1/2}``, or None when ``M`` is ill-conditioned.
+
+    From ``eigh`` of the ``r x r`` Gram matrix; None when
+    ``lambda_min <= _POLAR_GRAM_MIN_RATIO * lambda_max``.
+    """
+    lam, V = np.linalg.eigh(M.T @ M)
+    if lam[0] > _POLAR_GRAM_MIN_RATIO * lam[-1] > 0:
+        return M @ ((V / np.sqrt(lam)) @ V.T)
+    return None
+
+
 def polar_factor(M: np.ndarray) -> np.ndarray:
     r"""Orthonormal polar factor ``U V^T`` of ``M = U S V^T`` (``K' x r``, ``r <= K'``).
 
     The orthogonal Procrustes solution ``argmax_{C^T C = I} tr(C^T M)``. Computed as
     ``M (M^T M)^{-1/2}`` from the eigendecomposition of the small ``r x r`` Gram
     matrix, 1.6-3x faster than the thin SVD of ``M`` (``O(K' r^2)`` products and an
-    ``r x r`` ``eigh``); when ``M`` is ill-conditioned
-    (``lambda_min < 1e-4 lambda_max``, see ``_POLAR_GRAM_MIN_RATIO``) or rank
-    deficient it falls back to the SVD, ``U V^T``, exactly as before.
+    ``r x r`` ``eigh``); when ``M`` has an all-zero column (an all-zero loading
+    row: the polar factor is then not unique) or is ill-conditioned
+    (``lambda_min < 1e-4 lambda_max``, see ``_POLAR_GRAM_MIN_RATIO``) it is the
+    SVD's ``U V^T``, exactly as before.
     """
-    lam, V = np.linalg.eigh(M.T @ M)
-    if lam[0] > _POLAR_GRAM_MIN_RATIO * lam[-1] > 0:
-        return M @ ((V / np.sqrt(lam)) @ V.T)
-    U, _, Vt = np.linalg.svd(M, full_matrices=False)
-    return U @ Vt
+    if M.any(axis=0).all():
+        P = _polar_gram(M)
+        if P is not None:
+            return P
+    return _polar_svd(M)
 
 
 def ssmvd_solve(
@@ -259,6 +278,7 @@ def ssmvd_solve(
     history: list[float] = []
     converged = False
     sq_R = float(np.sum(R**2))
+    gram = True  # the Gram route of the B-step (see polar_factor)
     for _ in range(max_iter):
         CtR = C.T @ R
         W = prox_tree(CtR, blocks, t1, t2)  # W-step
@@ -274,7 +294,17 @@ def ssmvd_solve(
             # Every C is optimal; keeping the current one is deterministic.
             converged = True
             break
-        C = polar_factor(M)
+        # The polar factor of M as in polar_factor, with one shortcut: once an
+        # iterate's M was ill-conditioned, the later ones of this run go straight
+        # to the SVD (they mostly are too, and the Gram route's eigh would be
+        # wasted). Either route gives the SVD's result (to 1e-10), so this only
+        # changes the time.
+        no_zero_column = bool(M.any(axis=0).all())
+        P = _polar_gram(M) if gram and no_zero_column else None
+        if P is None:
+            gram = gram and not no_zero_column
+            P = _polar_svd(M)
+        C = P
     return C, W, np.asarray(history), converged
 
 
