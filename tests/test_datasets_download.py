@@ -113,6 +113,24 @@ def test_download_ok(server, tmp_path):
     assert not (tmp_path / "a.bin.part").exists()
 
 
+def test_download_shows_a_progress_bar_on_a_terminal(server, tmp_path, monkeypatch):
+    """tqdm draws the bar when its stream is a terminal, and nothing otherwise."""
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    server.files["/big.bin"] = b"x" * (3 << 20)
+    term = Terminal()
+    monkeypatch.setattr(_download, "PROGRESS_STREAM", term)
+    download(server.url + "/big.bin", tmp_path / "big.bin")
+    assert "big.bin: 100%" in term.getvalue() and "3.00M/3.00M" in term.getvalue()
+    log = io.StringIO()  # not a terminal: no bar
+    monkeypatch.setattr(_download, "PROGRESS_STREAM", log)
+    download(server.url + "/big.bin", tmp_path / "again.bin")
+    assert log.getvalue() == ""
+
+
 def test_interrupted_download_leaves_no_final_file_then_resumes(server, tmp_path):
     server.files["/a.bin"] = PAYLOAD
     server.truncate_next = 1

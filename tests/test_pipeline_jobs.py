@@ -141,3 +141,79 @@ def test_table_from_runs_keyed_by_setting_and_method(where):
     assert cost.loc["TCCA", "job time (s)"] == 4.0
     assert json.loads(out["json"].read_text()) == record
     assert list(pd.read_csv(out["csv"])["Method"]) == ["BSF", "TCCA"]
+
+
+# ------------------------------------------------- data that cannot be had (#17)
+
+
+def _unavailable(*args, **kwargs):
+    from tcca_core.datasets import DataUnavailableError
+
+    raise DataUnavailableError(
+        "ads: cannot obtain ad.data.\nSources tried:\n  - long story",
+        dataset="ads",
+        missing=["ad.data"],
+        tried=["https://example.invalid/ad.zip (Connection refused (3 attempt(s)))"],
+        hint="download https://example.invalid/ad.zip and put it in d/raw/ads/",
+    )
+
+
+def test_prepare_data_skips_with_one_line_or_fails_when_strict(
+    tmp_path, monkeypatch, capsys
+):
+    import io
+
+    from tcca_core import datasets
+
+    monkeypatch.setattr(datasets, "prepare", _unavailable)
+    term = io.StringIO()
+    status = tmp_path / "results" / "data" / "ads.json"
+    assert jobs.prepare_data("ads", status, data_root="d", terminal=term) == 0
+    line = term.getvalue()
+    assert line.count("\n") == 1 and line.startswith("Skipping data set ads: ")
+    assert "tried https://example.invalid/ad.zip (Connection refused" in line
+    assert line.rstrip().endswith("put it in d/raw/ads/")
+    doc = json.loads(status.read_text())
+    assert doc == {"dataset": "ads", "available": False, "reason": line[23:].rstrip()}
+    with pytest.raises(ValueError, match="'ads' was skipped in this run: cannot"):
+        jobs.read_status(status)
+    # strict: an error, and no status (the job fails)
+    term = io.StringIO()
+    other = tmp_path / "strict.json"
+    assert jobs.prepare_data("ads", other, data_root="d", strict=True, terminal=term)
+    assert "cannot be obtained (strict: the run stops)" in term.getvalue()
+    assert not other.exists()
+
+
+def test_prepare_data_writes_the_status_of_a_prepared_data_set(where, tmp_path):
+    _, data = where
+    status = tmp_path / "nuswide.json"
+    assert jobs.prepare_data("nuswide", status, **data) == 0
+    doc = jobs.read_status(status)
+    assert doc["available"] and Path(doc["manifest"]).name == "manifest.json"
+
+
+def test_fit_job_log_shows_the_solvers_progress_per_rank(where, tmp_path):
+    """start_logging keeps the library's INFO records: the fit job's log shows the
+    solver's "rank r (i/n): ... sweeps" line for every rank of the path."""
+    import logging
+    import sys
+
+    tmp, data = where
+    stderr, root = sys.stderr, logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        jobs.start_logging(tmp_path / "fit.log", "fit")
+        jobs.run_fit_job(
+            fit_cfg("tcca", {"eps": [1.0]}), tmp / "splits.json", tmp_path / "f.csv",
+            **data,
+        )  # fmt: skip
+    finally:
+        sys.stderr.close()
+        sys.stderr = stderr
+        root.handlers[:] = handlers
+        root.setLevel(level)
+        logging.captureWarnings(False)
+    log = (tmp_path / "fit.log").read_text()
+    assert "tcca_core._tensors: rank 2 (1/2):" in log and "rank 4 (2/2):" in log
+    assert "ALS sweeps" in log
