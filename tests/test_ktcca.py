@@ -163,7 +163,11 @@ def test_non_psd_precomputed_kernel_is_rejected(rng):
         (lambda r: [np.full((10, 3), np.nan), r.standard_normal((10, 3))], {}, "NaN"),
         (lambda r: [r.standard_normal((10, 3))], {}, "at least 2 views"),
         (lambda r: [r.standard_normal((10, 3))] * 2, {"n_components": 11}, "too large"),
-        (lambda r: [r.standard_normal((10, 3))] * 2, {"eps": -1}, "eps must be >= 0"),
+        (
+            lambda r: [r.standard_normal((10, 3))] * 2,
+            {"eps": -1},
+            "eps must be a finite number >= 0",
+        ),
         (
             lambda r: [r.standard_normal((10, 3))] * 2,
             {"kernel": ["l2"]},

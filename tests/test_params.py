@@ -1,7 +1,6 @@
 """Parameter checks declared next to each estimator (``_parameter_constraints``).
 
-Every estimator outside the solver (TCCA and KTCCA keep their own checks) lists what
-each of its parameters may be, in one style, and ``fit`` starts by checking them: a
+Every estimator lists what each of its parameters may be, in one style, and ``fit`` starts by checking them: a
 bad value is a ValueError that names the parameter, says what it must be and what it
 got.
 """
@@ -11,11 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tcca_core import KTCCA, TCCA
 from tcca_core._validation import Interval, Options, validate_params
 from tcca_core.baselines import CCA, CCALS, DSE, KCCA, SSMVD
 from tcca_core.learners import KNN, RLS, KernelRLS
 
-ESTIMATORS = [CCA, KCCA, CCALS, DSE, SSMVD, RLS, KernelRLS, KNN]
+ESTIMATORS = [TCCA, KTCCA, CCA, KCCA, CCALS, DSE, SSMVD, RLS, KernelRLS, KNN]
 # checked against the data in fit (1 <= r <= N - 1), not declared
 DATA_DEPENDENT = {DSE: {"n_components"}, SSMVD: {"n_components"}}
 

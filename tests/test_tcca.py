@@ -310,7 +310,11 @@ def test_non_convergence_warns_once(rng):
             {"n_components": 4},
             "n_components=4 is too large",
         ),
-        (lambda r: [r.standard_normal((10, 3))] * 2, {"eps": -1.0}, "eps must be >= 0"),
+        (
+            lambda r: [r.standard_normal((10, 3))] * 2,
+            {"eps": -1.0},
+            "eps must be a finite number >= 0",
+        ),
         (
             lambda r: [r.standard_normal((10, 3))] * 2,
             {"n_components": 0},

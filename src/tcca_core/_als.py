@@ -35,12 +35,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._linalg import column_signs, fix_signs, numerical_rank
+
 __all__ = [
     "CPResult",
-    "column_signs",
     "cp_als",
     "cp_error",
-    "fix_signs",
     "init_factors",
     "normalize_cp",
 ]
@@ -118,7 +118,9 @@ def init_factors(
                 w, V = w[::-1], V[:, ::-1]
                 # eigh of M M^T resolves eigenvalues only to ~ d eps max(w): keep
                 # those 100 times above that noise
-                bases.append(V[:, : _numerical_rank(w, 100.0)])
+                bases.append(
+                    V[:, : numerical_rank(w, scale=max(w[0], 0.0), factor=100.0)]
+                )
         else:
             s = rank + OVERSAMPLE
             omega = [rng.standard_normal((d, s)) for d in dims]
@@ -135,7 +137,7 @@ def init_factors(
                         Q = np.hstack([Q, pad])
                     omega[p] = Q
             bases = [
-                omega[p][:, : min(_numerical_rank(svs[p]), dims[p])] for p in range(m)
+                omega[p][:, : min(numerical_rank(svs[p]), dims[p])] for p in range(m)
             ]
         factors = []
         for d, Q in zip(dims, bases, strict=True):
@@ -158,36 +160,6 @@ def init_factors(
     if not all(np.all(np.isfinite(U)) for U in factors):
         raise ValueError("init factors contain NaN or infinity")
     return factors
-
-
-def _numerical_rank(sv: np.ndarray, factor: float = 1.0) -> int:
-    """Count the leading values of the decreasing ``sv`` above a tolerance.
-
-    The tolerance is factor * sv[0] * len(sv) * machine epsilon (numpy's
-    ``matrix_rank`` tolerance for factor = 1).
-    """
-    if sv.size == 0 or sv[0] <= 0:
-        return 0
-    tol = factor * sv[0] * sv.size * np.finfo(float).eps
-    return int(np.sum(sv > tol))
-
-
-def column_signs(U: np.ndarray) -> np.ndarray:
-    """Return +-1 per column: the sign of the column's largest-magnitude entry.
-
-    A zero column gets +1. The one sign convention of the package.
-    """
-    if U.shape[0] == 0:
-        return np.ones(U.shape[1])
-    idx = np.argmax(np.abs(U), axis=0)
-    signs = np.sign(U[idx, np.arange(U.shape[1])])
-    signs[signs == 0] = 1.0
-    return signs
-
-
-def fix_signs(U: np.ndarray) -> np.ndarray:
-    """U with each column's largest-magnitude entry positive."""
-    return U * column_signs(U)
 
 
 def cp_error(mttkrp: Mttkrp, norm_sq: float, factors: Sequence[np.ndarray]) -> float:

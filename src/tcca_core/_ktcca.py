@@ -17,6 +17,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from time import perf_counter
+from typing import ClassVar
 
 import numpy as np
 import scipy.linalg as sla
@@ -25,18 +26,20 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._als import convergence_message
 from ._multiview import HighOrderCorrelationMixin
-from ._tcca import _check_params, max_cp_rank
+from ._tcca import SOLVER_CONSTRAINTS, check_ranks, max_cp_rank
 from ._tensors import MomentEngine, WhitenedView
 from ._validation import (
-    check_eps,
+    Interval,
+    ParamsMixin,
     check_n_components,
     check_varying,
     check_views,
     named_als_failure,
+    validate_params,
 )
 from .kernels import ViewKernel, center_cross_kernel, center_kernel
 
-__all__ = ["KTCCA", "kernel_whitening"]
+__all__ = ["KTCCA", "kernel_whitening", "ktcca_path"]
 
 
 def _per_view(value, m: int, name: str) -> list:
@@ -86,7 +89,122 @@ def kernel_whitening(K: np.ndarray, eps: float, jitter: float, p: int = 0):
     return L, np.ascontiguousarray(Y)
 
 
-class KTCCA(HighOrderCorrelationMixin, TransformerMixin, BaseEstimator):
+def _path_params(params: dict) -> dict:
+    return {k: v for k, v in params.items() if k != "n_components"}
+
+
+def ktcca_path(
+    views,
+    ranks,
+    *,
+    eps: float = 1e-2,
+    kernel="l2",
+    kernel_params=None,
+    center: bool = True,
+    jitter: float = 1e-10,
+    max_iter: int = 500,
+    tol: float = 1e-5,
+    init="auto",
+    n_init="auto",
+    linesearch: bool = True,
+    warm_start: bool = False,
+    random_state=None,
+    algorithm: str = "auto",
+) -> list[dict]:
+    """Fit KTCCA for several ranks, sharing kernels, Cholesky factors and S.
+
+    The function behind :class:`KTCCA` (see there for the parameters; ``warm_start``
+    as in :func:`tcca_core.tcca_path`). Returns one dict per rank, in the order of
+    ``ranks``, with ``kernels`` (fitted :class:`~tcca_core.kernels.ViewKernel`),
+    ``center_stats``, ``cholesky`` (L_p), ``factors`` (B_p), ``dual_coef``
+    (L_p^(-1) B_p), ``weights``, ``correlations``, ``n_iter``, ``converged``,
+    ``errors``, ``engine``, ``init``, ``start_errors`` and ``fit_seconds``.
+    """
+    p = validate_params(
+        {
+            "eps": eps,
+            "jitter": jitter,
+            "max_iter": max_iter,
+            "tol": tol,
+            "init": init,
+            "n_init": n_init,
+            "linesearch": linesearch,
+            "random_state": random_state,
+            "algorithm": algorithm,
+            "center": center,
+        },
+        KTCCA._parameter_constraints,
+    )
+    eps, jitter, max_iter, tol = p["eps"], p["jitter"], p["max_iter"], p["tol"]
+    ranks, warm_start = check_ranks(ranks, init, warm_start)
+    if not isinstance(views, list | tuple):
+        check_views(views)  # raises the standard message
+    m = len(views)
+    kernels = _per_view(kernel, m, "kernel")
+    kparams = _per_view(kernel_params or {}, m, "kernel_params")
+    views = check_views(
+        views, accept_sparse=not any(k == "precomputed" for k in kernels)
+    )
+    N = views[0].shape[0]
+    r_max, why = max_cp_rank(N, [N] * m)
+    for r in ranks:
+        check_n_components(r, r_max, why)
+    if center:  # a constant view has a constant kernel, zero once centered
+        skip = [q for q, k in enumerate(kernels) if k == "precomputed"]
+        check_varying(views, "KTCCA", skip)
+
+    t_setup = perf_counter()
+    vkernels, stats_all, Ls, wviews = [], [], [], []
+    for q, (X, k, kp) in enumerate(zip(views, kernels, kparams, strict=True)):
+        vk = ViewKernel(k, **kp)
+        K = vk.fit(X)
+        if k == "precomputed":
+            if K.shape[0] != N:
+                raise ValueError(f"the kernel of view {q} must be {N} x {N}")
+            _check_psd(K, q)
+        stats = None
+        if center:
+            K, stats = center_kernel(K)
+        L, Y = kernel_whitening(K, eps, jitter, q)
+        vkernels.append(vk)
+        stats_all.append(stats)
+        Ls.append(L)
+        wviews.append(WhitenedView(Y))
+    engine = MomentEngine.choose(wviews, max(ranks), algorithm)
+    setup_s = perf_counter() - t_setup
+    with named_als_failure("KTCCA", max(ranks)):
+        fits = engine.path(
+            ranks,
+            init=init,
+            warm_start=warm_start,
+            random_state=random_state,
+            max_iter=max_iter,
+            tol=tol,
+            n_init=n_init,
+            linesearch=linesearch,
+        )
+    out = {}
+    for r, (weights, factors, info, seconds) in fits.items():
+        out[r] = {
+            "kernels": vkernels,
+            "center_stats": stats_all,
+            "cholesky": Ls,
+            "factors": factors,
+            "dual_coef": [
+                sla.solve_triangular(L, B, lower=False)
+                for L, B in zip(Ls, factors, strict=True)
+            ],
+            "weights": weights,
+            "correlations": engine.correlations(factors),
+            # Own ALS plus the shared kernels and Cholesky factors; the lazy
+            # ||S||^2 (or S itself) falls in the first rank's share.
+            "fit_seconds": setup_s + seconds,
+            **info,
+        }
+    return [out[r] for r in ranks]
+
+
+class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstimator):
     """Kernel tensor CCA for m >= 2 views.
 
     Parameters
@@ -127,6 +245,14 @@ class KTCCA(HighOrderCorrelationMixin, TransformerMixin, BaseEstimator):
         As in :class:`tcca_core.TCCA`.
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        **SOLVER_CONSTRAINTS,
+        "kernel": [str, "callable", list, tuple],
+        "kernel_params": [dict, list, tuple, None],
+        "center": ["boolean"],
+        "jitter": [Interval("real", 0, None)],
+    }
+
     def __init__(
         self,
         n_components: int = 2,
@@ -160,12 +286,12 @@ class KTCCA(HighOrderCorrelationMixin, TransformerMixin, BaseEstimator):
 
     def fit(self, views, y=None):
         """Fit on a list of views (or of N x N kernels with kernel="precomputed")."""
-        fitted = self.fit_path(views, [self.n_components])[0]
-        vars(self).update(vars(fitted))
-        return self
+        params = self._validate_params()
+        out = ktcca_path(views, [self.n_components], **_path_params(params))[0]
+        return self._set_fitted(out)
 
     def fit_path(self, views, ranks, *, warm_start: bool = False) -> list:
-        """Fitted copies of this estimator, one per rank in ``ranks``.
+        """Return fitted copies of this estimator, one per rank in ``ranks``.
 
         They share kernels, Cholesky factors and the engine (the O(N^3) work is
         done once). Each copy has this estimator's parameters with ``n_components``
@@ -173,105 +299,38 @@ class KTCCA(HighOrderCorrelationMixin, TransformerMixin, BaseEstimator):
         """
         from sklearn.base import clone
 
-        params = {
-            k: v for k, v in self.get_params(deep=False).items() if k != "n_components"
-        }
-        proto = self
+        params = self._validate_params()
         ranks = list(ranks)
-        if not ranks:
-            raise ValueError("ranks must not be empty")
-        for r in ranks:
-            eps, max_iter, tol = _check_params(
-                r,
-                proto.eps,
-                proto.max_iter,
-                proto.tol,
-                proto.algorithm,
-                proto.n_init,
-                proto.init,
-            )
-        warm_start = warm_start and len(set(ranks)) > 1
-        if warm_start and not isinstance(proto.init, str):
-            raise ValueError(
-                "warm_start needs init='hosvd', 'svd' or 'random', not arrays"
-            )
-        jitter = check_eps(proto.jitter, "jitter")
-        if not isinstance(views, (list, tuple)):
-            check_views(views)  # raises the standard message
-        m = len(views)
-        kernels = _per_view(proto.kernel, m, "kernel")
-        kparams = _per_view(proto.kernel_params or {}, m, "kernel_params")
-        views = check_views(
-            views, accept_sparse=not any(k == "precomputed" for k in kernels)
-        )
-        N = views[0].shape[0]
-        r_max, why = max_cp_rank(N, [N] * m)
-        for r in ranks:
-            check_n_components(r, r_max, why)
-        if proto.center:  # a constant view has a constant kernel, zero once centered
-            skip = [p for p, k in enumerate(kernels) if k == "precomputed"]
-            check_varying(views, "KTCCA", skip)
+        outs = ktcca_path(views, ranks, warm_start=warm_start, **_path_params(params))
+        return [
+            clone(self).set_params(n_components=r)._set_fitted(o)
+            for r, o in zip(ranks, outs, strict=True)
+        ]
 
-        t_setup = perf_counter()
-        vkernels, stats_all, Ls, wviews = [], [], [], []
-        for p, (X, k, kp) in enumerate(zip(views, kernels, kparams, strict=True)):
-            vk = ViewKernel(k, **kp)
-            K = vk.fit(X)
-            if k == "precomputed":
-                if K.shape[0] != N:
-                    raise ValueError(f"the kernel of view {p} must be {N} x {N}")
-                _check_psd(K, p)
-            stats = None
-            if proto.center:
-                K, stats = center_kernel(K)
-            L, Y = kernel_whitening(K, eps, jitter, p)
-            vkernels.append(vk)
-            stats_all.append(stats)
-            Ls.append(L)
-            wviews.append(WhitenedView(Y))
-        engine = MomentEngine.choose(wviews, max(ranks), proto.algorithm)
-        setup_s = perf_counter() - t_setup
-        with named_als_failure("KTCCA", max(ranks)):
-            fits = engine.path(
-                ranks,
-                init=proto.init,
-                warm_start=warm_start,
-                random_state=proto.random_state,
-                max_iter=max_iter,
-                tol=tol,
-                n_init=proto.n_init,
-                linesearch=proto.linesearch,
+    def _set_fitted(self, out: dict):
+        self.kernels_ = out["kernels"]
+        self.center_stats_ = out["center_stats"]
+        self._L = out["cholesky"]
+        self.factors_ = out["factors"]
+        self.dual_coef_ = out["dual_coef"]
+        self.weights_ = out["weights"]
+        self.correlations_ = out["correlations"]
+        self.n_iter_ = out["n_iter"]
+        self.converged_ = out["converged"]
+        self.reconstruction_errors_ = out["errors"]
+        self.algorithm_ = out["engine"]
+        self.init_ = out["init"]
+        self.start_errors_ = out["start_errors"]
+        self.n_views_ = len(out["kernels"])
+        self.n_train_ = out["factors"][0].shape[0]
+        self.fit_seconds_ = out["fit_seconds"]
+        if not self.converged_ and self.tol > 0:
+            warnings.warn(
+                convergence_message("KTCCA", self.reconstruction_errors_, self.tol),
+                ConvergenceWarning,
+                stacklevel=3,
             )
-        fitted: dict[int, KTCCA] = {}
-        for r, (weights, factors, info, seconds) in fits.items():
-            est = clone(self).set_params(**params, n_components=r)
-            est.kernels_, est.center_stats_, est._L = vkernels, stats_all, Ls
-            est.factors_ = factors
-            est.dual_coef_ = [
-                sla.solve_triangular(L, B, lower=False)
-                for L, B in zip(Ls, factors, strict=True)
-            ]
-            est.weights_ = weights
-            est.correlations_ = engine.correlations(factors)
-            est.n_iter_ = info["n_iter"]
-            est.converged_ = info["converged"]
-            est.reconstruction_errors_ = info["errors"]
-            est.algorithm_ = info["engine"]
-            est.init_ = info["init"]
-            est.start_errors_ = info["start_errors"]
-            est.n_views_ = m
-            est.n_train_ = N
-            # Own ALS plus the shared kernels and Cholesky factors; the lazy
-            # ||S||^2 (or S itself) falls in the first rank's share.
-            est.fit_seconds_ = setup_s + seconds
-            if not est.converged_ and tol > 0:
-                warnings.warn(
-                    convergence_message("KTCCA", est.reconstruction_errors_, tol),
-                    ConvergenceWarning,
-                    stacklevel=3,
-                )
-            fitted[r] = est
-        return [fitted[r] for r in ranks]
+        return self
 
     def transform(self, views, per_view: bool = False):
         """Project new samples: [Z_1 ... Z_m], shape (n_new, m r), or a list."""

@@ -14,12 +14,53 @@ import scipy.sparse as sp
 __all__ = [
     "LinearProjectionMixin",
     "column_mean",
+    "column_signs",
+    "fix_signs",
+    "numerical_rank",
     "covariance",
     "cross_covariance",
     "inv_sqrt_psd",
     "project",
     "singular_message",
 ]
+
+
+def column_signs(U: np.ndarray) -> np.ndarray:
+    """Return +-1 per column: the sign of the column's largest-magnitude entry.
+
+    The package's one sign convention (+1 for a zero column). Components of CCA,
+    CCA-LS, DSE, SSMVD, TCCA and KTCCA are only defined up to sign; this makes them
+    deterministic.
+    """
+    if U.shape[0] == 0:
+        return np.ones(U.shape[1])
+    idx = np.argmax(np.abs(U), axis=0)
+    signs = np.sign(U[idx, np.arange(U.shape[1])])
+    signs[signs == 0] = 1.0
+    return signs
+
+
+def fix_signs(U: np.ndarray) -> np.ndarray:
+    """Return ``U`` with each column's largest-magnitude entry positive."""
+    return U * column_signs(U)
+
+
+def numerical_rank(values, *, scale: float | None = None, factor: float = 1.0) -> int:
+    """Count the singular values (or PSD eigenvalues) that are not rounding error.
+
+    A value counts when its magnitude exceeds ``factor * scale * len(values) *
+    machine epsilon``; ``scale`` defaults to the largest magnitude, which with
+    ``factor=1`` is numpy's ``matrix_rank`` tolerance. A ``scale`` taken from the
+    data instead (e.g. the raw second moments behind a covariance) judges rounding
+    against the numbers it came from, not against the (possibly tiny) result.
+    """
+    v = np.abs(np.asarray(values, dtype=float))
+    if v.size == 0:
+        return 0
+    top = float(v.max()) if scale is None else max(float(scale), 0.0)
+    if top <= 0:
+        return 0
+    return int(np.sum(v > factor * top * v.size * np.finfo(float).eps))
 
 
 def column_mean(X) -> np.ndarray:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import warnings
 from time import perf_counter
+from typing import ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -24,16 +25,18 @@ from ._linalg import LinearProjectionMixin, column_mean, covariance, inv_sqrt_ps
 from ._multiview import HighOrderCorrelationMixin
 from ._tensors import MomentEngine, WhitenedView
 from ._validation import (
-    check_eps,
+    Interval,
+    Options,
+    ParamsMixin,
     check_n_components,
     check_positive_int,
-    check_tol,
     check_varying,
     check_views,
     named_als_failure,
+    validate_params,
 )
 
-__all__ = ["TCCA", "tcca", "tcca_path", "max_cp_rank"]
+__all__ = ["TCCA", "tcca", "tcca_path", "max_cp_rank", "SOLVER_CONSTRAINTS"]
 
 ALGORITHMS = ("auto", "dense", "implicit", "tensorly")
 
@@ -54,21 +57,32 @@ def max_cp_rank(N: int, dims) -> tuple[int, str]:
 
 INITS = ("auto", "hosvd", "svd", "random")
 
+#: What TCCA's (and KTCCA's) solver parameters may be; :class:`TCCA` declares them
+#: with its own, and :func:`tcca_path` checks the same declarations.
+SOLVER_CONSTRAINTS: dict = {
+    "n_components": [Interval("integer", 1, None)],
+    "eps": [Interval("real", 0, None)],
+    "max_iter": [Interval("integer", 1, None)],
+    "tol": [Interval("real", 0, None)],
+    "init": [Options(*INITS), list, tuple],
+    "n_init": [Interval("integer", 1, None), Options("auto")],
+    "linesearch": ["boolean"],
+    "random_state": ["random_state"],
+    "algorithm": [Options(*ALGORITHMS)],
+}
 
-def _check_params(n_components, eps, max_iter, tol, algorithm, n_init=1, init="auto"):
-    eps = check_eps(eps)
-    check_positive_int(n_components, "n_components")
-    max_iter = check_positive_int(max_iter, "max_iter")
-    if n_init != "auto":
-        check_positive_int(n_init, "n_init")
-    tol = check_tol(tol)
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
-    if isinstance(init, str) and init not in INITS:
-        raise ValueError(
-            f"init must be one of {INITS} or a list of arrays, got {init!r}"
-        )
-    return eps, max_iter, tol
+
+def check_ranks(ranks, init, warm_start: bool) -> tuple[list[int], bool]:
+    """Return the rank grid as a list and whether warm starts apply to it."""
+    ranks = list(ranks)
+    if not ranks:
+        raise ValueError("ranks must not be empty")
+    for r in ranks:
+        validate_params({"n_components": r}, SOLVER_CONSTRAINTS)
+    warm_start = warm_start and len(set(ranks)) > 1  # one rank: nothing to warm
+    if warm_start and not isinstance(init, str):
+        raise ValueError("warm_start needs init='svd', 'hosvd' or 'random', not arrays")
+    return ranks, warm_start
 
 
 def tcca_path(
@@ -99,16 +113,22 @@ def tcca_path(
 
     Returns one dict per rank (in the order of ``ranks``), as :func:`tcca`.
     """
-    ranks = list(ranks)
-    if not ranks:
-        raise ValueError("ranks must not be empty")
-    warm_start = warm_start and len(set(ranks)) > 1  # one rank: nothing to warm
-    if warm_start and not isinstance(init, str):
-        raise ValueError("warm_start needs init='svd', 'hosvd' or 'random', not arrays")
-    for r in ranks:
-        eps, max_iter, tol = _check_params(
-            r, eps, max_iter, tol, algorithm, n_init, init
-        )
+    p = validate_params(
+        {
+            "eps": eps,
+            "max_iter": max_iter,
+            "tol": tol,
+            "init": init,
+            "n_init": n_init,
+            "linesearch": linesearch,
+            "random_state": random_state,
+            "algorithm": algorithm,
+            "center": center,
+        },
+        TCCA._parameter_constraints,
+    )
+    eps, max_iter, tol = p["eps"], p["max_iter"], p["tol"]
+    ranks, warm_start = check_ranks(ranks, init, warm_start)
     views = check_views(views)
     N = views[0].shape[0]
     dims = [X.shape[1] for X in views]
@@ -173,7 +193,11 @@ def tcca(views, n_components: int, **kwargs) -> dict:
 
 
 class TCCA(
-    HighOrderCorrelationMixin, LinearProjectionMixin, TransformerMixin, BaseEstimator
+    HighOrderCorrelationMixin,
+    ParamsMixin,
+    LinearProjectionMixin,
+    TransformerMixin,
+    BaseEstimator,
 ):
     """Tensor canonical correlation analysis for m >= 2 views.
 
@@ -280,6 +304,11 @@ class TCCA(
     >>> Z.shape
     (200, 6)
     """
+
+    _parameter_constraints: ClassVar[dict] = {
+        **SOLVER_CONSTRAINTS,
+        "center": ["boolean"],
+    }
 
     def __init__(
         self,

@@ -72,7 +72,8 @@ class ViewKernel:
         self.kernel = kernel
         self.gamma = gamma
 
-    def _eval(self, A, B) -> np.ndarray:
+    def evaluate(self, A, B) -> np.ndarray:
+        """Return the kernel between the rows of ``A`` and ``B``, unchecked."""
         k = self.kernel
         if callable(k):
             return np.asarray(k(A, B), dtype=np.float64)
@@ -101,7 +102,7 @@ class ViewKernel:
             # All training samples identical: any positive scale gives K = 1.
             self.scale_ = scale if scale > 0 else 1.0
             return np.exp(-D / self.scale_)
-        K = self._checked(self._eval(X, X), X.shape[0], "the kernel matrix")
+        K = self._checked(self.evaluate(X, X), X.shape[0], "the kernel matrix")
         # KTCCA and KCCA form K^2: a linear kernel of large features overflows.
         check_magnitude(K, K.shape, "the kernel matrix")
         return K
@@ -136,7 +137,7 @@ class ViewKernel:
                     f"(*, {self.n_train_}), got {K.shape}"
                 )
             return K
-        K = self._eval(Y, self.X_)
+        K = self.evaluate(Y, self.X_)
         if callable(self.kernel):
             K = self._checked(K, Y.shape[0], "the cross kernel matrix")
         return K

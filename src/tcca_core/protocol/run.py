@@ -99,7 +99,7 @@ def _self_similarity(vk: ViewKernel, X) -> np.ndarray:
             if sp.issparse(X)
             else (np.einsum("ij,ij->i", X, X))
         )
-    return np.array([vk._eval(X[[i]], X[[i]])[0, 0] for i in range(X.shape[0])])
+    return np.array([vk.evaluate(X[[i]], X[[i]])[0, 0] for i in range(X.shape[0])])
 
 
 def _fingerprint(views) -> str:
@@ -233,7 +233,7 @@ class _Run:
                 K_fit = vk.fit(X[self.fit])
                 K_rows_fit = vk.cross(X[rows])
                 # The kernel between any two rows, with the fit rows' scale.
-                K_rows_lab = vk._eval(X[rows], X[lab])
+                K_rows_lab = vk.evaluate(X[rows], X[lab])
                 diag_rows = _self_similarity(vk, X[rows])
         out = {
             "fit": K_fit,
