@@ -36,15 +36,16 @@ from typing import ClassVar
 import numpy as np
 import scipy.linalg as sla
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils.extmath import svd_flip
 from sklearn.utils.validation import check_is_fitted
 
 from .._linalg import (
     LinearProjectionMixin,
     column_mean,
+    column_signs,
     covariance,
     cross_covariance,
     inv_sqrt_psd,
+    numerical_rank,
 )
 from .._multiview import MultiViewMixin
 from .._validation import (
@@ -74,19 +75,15 @@ def view_pairs(m: int) -> list[tuple[int, int]]:
     return list(combinations(range(m), 2))
 
 
-def _numerical_rank(C: np.ndarray, scale: float | None = None) -> int:
+def _covariance_rank(C: np.ndarray, scale: float | None = None) -> int:
     """Rank of a covariance C, with rounding judged against ``scale``.
 
     ``scale`` is the size of the raw second moments the covariance was computed
     from (mean^2 + variance): centering a constant column whose mean is not exactly
-    representable leaves ~1e-33 of rounding in C, which matrix_rank's tolerance,
-    relative to C itself, counts as a direction. The tolerance here is relative to
-    the data, as TCCA's checks are.
+    representable leaves ~1e-33 of rounding in C, which a tolerance relative to C
+    itself would count as a direction (:func:`tcca_core._linalg.numerical_rank`).
     """
-    if scale is None:
-        return int(np.linalg.matrix_rank(C, hermitian=True))
-    tol = max(float(scale), 0.0) * C.shape[0] * np.finfo(float).eps
-    return int(np.linalg.matrix_rank(C, tol=tol, hermitian=True))
+    return numerical_rank(np.linalg.eigvalsh(C), scale=scale)
 
 
 def _raw_scale(C: np.ndarray, mean: np.ndarray) -> float:
@@ -170,8 +167,8 @@ def cca(
     Cpp, Cqq = covariance(Xp, mp), covariance(Xq, mq)
     Cpq = cross_covariance(Xp, Xq, mp, mq)
     ranks = [
-        _numerical_rank(Cpp, _raw_scale(Cpp, mp)),
-        _numerical_rank(Cqq, _raw_scale(Cqq, mq)),
+        _covariance_rank(Cpp, _raw_scale(Cpp, mp)),
+        _covariance_rank(Cqq, _raw_scale(Cqq, mq)),
     ]
     r_max = min(ranks)
     if r_max == 0:
@@ -181,7 +178,8 @@ def cca(
     Wp, Wq = inv_sqrt_psd(Cpp, eps, "view 0"), inv_sqrt_psd(Cqq, eps, "view 1")
     T = Wp @ Cpq @ Wq
     U, s, Vt = _svd(T)
-    U, Vt = svd_flip(U, Vt)  # a deterministic sign per component
+    signs = column_signs(U)  # a deterministic sign per component
+    U, Vt = U * signs, Vt * signs[:, None]
     return {
         "means": [mp, mq],
         "projections": [Wp @ U[:, :r], Wq @ Vt[:r].T],
@@ -453,9 +451,10 @@ def kcca_from_kernels(
         X, sig, Y = X[:, :r], sig[:r], Yt[:r].T
     else:
         X, sig, Y = top
-    # Signs as svd_flip on the N x r left singular vectors U = V_p X of S_p S_q.
+    # The package's sign convention on the N x r left singular vectors
+    # U = V_p X of S_p S_q.
     U = Vp @ X
-    signs = np.sign(U[np.argmax(np.abs(U), axis=0), np.arange(r)])
+    signs = column_signs(U)
     del U
     X, Y = X * signs, Y * signs
     return {

@@ -36,6 +36,7 @@ from .._linalg import (
     LinearProjectionMixin,
     column_mean,
     covariance,
+    fix_signs,
     project,
     singular_message,
 )
@@ -49,7 +50,7 @@ from .._validation import (
 )
 from ._cca import (
     _constant_message,
-    _numerical_rank,
+    _covariance_rank,
     _raw_scale,
     check_not_constant,
 )
@@ -69,16 +70,10 @@ def _hstack(views):
 
 
 def _max_components(R: np.ndarray, blocks, mean: np.ndarray) -> int:
-    ranks = [_numerical_rank(R[b, b], _raw_scale(R[b, b], mean[b])) for b in blocks]
+    ranks = [_covariance_rank(R[b, b], _raw_scale(R[b, b], mean[b])) for b in blocks]
     if 0 in ranks:
         raise ValueError(_constant_message(ranks.index(0), "CCA-LS"))
     return min(ranks)
-
-
-def _fix_signs(V: np.ndarray) -> np.ndarray:
-    """Make the largest-magnitude entry of each column positive (deterministic)."""
-    idx = np.argmax(np.abs(V), axis=0)
-    return V * np.sign(V[idx, np.arange(V.shape[1])])
 
 
 def cca_ls(
@@ -141,7 +136,7 @@ def cca_ls(
         ) from None
     # eigh is ascending and D~-normalizes (v^T D~ v = 1); the paper's constraint
     # (1/M) h^T D~ h = 1 needs h = sqrt(M) v.
-    lam, V = lam[::-1], _fix_signs(V[:, ::-1]) * np.sqrt(M)
+    lam, V = lam[::-1], fix_signs(V[:, ::-1]) * np.sqrt(M)
     return {
         "means": means,
         "projections": [V[b] for b in blocks],
@@ -197,7 +192,8 @@ def cca_ls_iterative(
     means = [column_mean(X) for X in views]
     C = [covariance(X, mu) for X, mu in zip(views, means, strict=True)]
     r_max = min(
-        _numerical_rank(Ck, _raw_scale(Ck, mu)) for Ck, mu in zip(C, means, strict=True)
+        _covariance_rank(Ck, _raw_scale(Ck, mu))
+        for Ck, mu in zip(C, means, strict=True)
     )
     r = check_n_components(n_components, r_max, "min_k rank C_kk of the centered views")
     chol = [sla.cho_factor(Ck + eps * np.eye(Ck.shape[0])) for Ck in C]
@@ -240,7 +236,7 @@ def cca_ls_iterative(
             break
         H = d_orthonormalize(H + G @ Q)
     return {
-        "projections": [_fix_signs(H)[b] * np.sqrt(M) for b in blocks],
+        "projections": [fix_signs(H)[b] * np.sqrt(M) for b in blocks],
         "eigenvalues": lam,
         "n_iter": n_iter,
         "converged": converged,

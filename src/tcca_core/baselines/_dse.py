@@ -103,7 +103,7 @@ from sklearn.base import BaseEstimator
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 
-from .._linalg import column_mean, covariance
+from .._linalg import column_mean, covariance, fix_signs
 from .._validation import (
     Interval,
     Options,
@@ -148,22 +148,6 @@ _SMALL_COMPONENT = 256
 
 class TransductiveError(NotImplementedError, ValueError):
     """Raised by ``transform`` of a transductive estimator (no out-of-sample map)."""
-
-
-def _column_signs(M: np.ndarray) -> np.ndarray:
-    """Signs making the largest-magnitude entry of each column positive."""
-    if M.size == 0:
-        return np.ones(M.shape[1])
-    idx = np.argmax(np.abs(M), axis=0)
-    signs = np.sign(M[idx, np.arange(M.shape[1])])
-    signs[signs == 0] = 1.0
-    return signs
-
-
-def _flip_signs(M: np.ndarray) -> np.ndarray:
-    """Make the largest-magnitude entry of each column positive (in place)."""
-    M *= _column_signs(M)
-    return M
 
 
 # --------------------------------------------------------------------------- PCA
@@ -227,21 +211,21 @@ def pca_scores(X, n_components: int, random_state=None) -> tuple[np.ndarray, boo
         k = min(k, N)
         lam, U = la.eigh((G + G.T) / 2, subset_by_index=[N - k, N - 1])
         T = U[:, ::-1] * np.sqrt(np.clip(lam[::-1], 0.0, None))
-        return _flip_signs(T), True
+        return fix_signs(T), True
     else:
         rng = check_random_state(random_state)
         v0 = rng.standard_normal(min(N, d))
         _, s, Vt = svds(_centered_operator(X, mean), k=k, v0=v0, solver="arpack")
         V = Vt[np.argsort(s)[::-1]].T
     T = np.asarray(X @ V) - mean @ V
-    return _flip_signs(T), True
+    return fix_signs(T), True
 
 
 def _orthonormal_basis(T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Left singular vectors of ``T`` for its numerically non-zero singular values."""
     U, s, _ = np.linalg.svd(T, full_matrices=False)
     keep = s > _RANK_RTOL * s[0] if s.size and s[0] > 0 else np.zeros(s.size, bool)
-    return _flip_signs(U[:, keep].copy()), s[keep]
+    return fix_signs(U[:, keep].copy()), s[keep]
 
 
 # ----------------------------------------------------------------- spectral mode
@@ -401,7 +385,7 @@ def spectral_patterns(W, k: int, random_state=None) -> tuple[np.ndarray, np.ndar
             logger.info("eigsh did not converge on %d nodes; dense eigh instead", N)
             lam, A = dense()
     order = np.argsort(lam)[::-1]
-    return _flip_signs(A[:, order].copy()), lam[order] - 1.0
+    return fix_signs(A[:, order].copy()), lam[order] - 1.0
 
 
 # ------------------------------------------------------------ per-view patterns
@@ -552,7 +536,7 @@ class ConsensusBasis:
 
     def top(self, r: int) -> np.ndarray:
         """DSE consensus: the top-``r`` left singular vectors of ``A``."""
-        return _flip_signs(self.embed(np.eye(self.rank, r)))
+        return fix_signs(self.embed(np.eye(self.rank, r)))
 
 
 def check_r_grid(r_grid, N: int) -> list[int]:

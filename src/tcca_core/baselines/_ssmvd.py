@@ -106,12 +106,12 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 
+from .._linalg import column_signs
 from .._validation import Interval, validate_params
 from ._dse import (
     TRANSDUCTIVE_PARAMETER_CONSTRAINTS,
     ConsensusBasis,
     TransductiveError,
-    _column_signs,
     _TransductiveViewsMixin,
     consensus_bases,
 )
@@ -455,7 +455,7 @@ class SSMVD(_TransductiveViewsMixin, BaseEstimator):
             )
         B = basis.embed(C)
         # Flip B's columns and W's rows together so that B W is unchanged.
-        signs = _column_signs(B)
+        signs = column_signs(B)
         return B * signs, W * signs[:, None], history, converged, zero_rows
 
     def _check_params(self):
