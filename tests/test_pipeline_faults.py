@@ -372,12 +372,13 @@ def _without_timing(path: Path) -> bytes:
 def result_files(work: Path) -> dict[str, bytes]:
     """Every result a user reads, timing aside: fits, gathered runs, tables (all of
     them, cost tables without their timing columns; .md/.tex cost tables and cost
-    figures are renderings of timings), accuracy figures and the summary."""
+    figures are renderings of timings, and so are the report's HTML pages, which show
+    the accuracy tables above the cost table), accuracy figures and the summary."""
     out = {}
     for path in sorted((work / "results").rglob("*")):
         rel = path.relative_to(work).as_posix()
         if not path.is_file() or rel.startswith(
-            ("results/benchmarks/", "results/splits/")
+            ("results/benchmarks/", "results/splits/", "results/report/")
         ):
             continue
         if "_cost" in path.name and path.suffix != ".csv":
