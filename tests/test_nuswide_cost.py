@@ -1,0 +1,90 @@
+"""investigations/nuswide_cost.py: the scaling and the packing behind REPRODUCTION.md's
+NUS-WIDE estimate (issue #19), and its report from measured jobs."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def cost():
+    spec = importlib.util.spec_from_file_location(
+        "nuswide_cost", REPO / "investigations" / "nuswide_cost.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_longest_first_packing(cost):
+    assert cost.lpt([3, 3, 2, 2, 2], cores=2) == 7  # (3 + 2 + 2 | 3 + 2)
+    assert cost.lpt([10, 1, 1], cores=2) == 10  # the longest job bounds it
+    assert cost.lpt([], cores=2) == 0
+
+
+def test_affine_fit(cost):
+    a, b = cost.fit_affine([1000, 2000, 4000], [12.0, 22.0, 42.0])
+    assert a == pytest.approx(2.0) and b == pytest.approx(0.01)
+    assert cost.fit_affine([1000], [5.0]) == (0.0, 0.005)  # one size: through 0
+    a, b = cost.fit_affine([1000, 2000], [5.0, 4.0])  # timing noise: no growth
+    assert (a, b) == (4.5, 0.0)
+
+
+def _job(table, method, n_rows, cpu_s):
+    return {"table": table, "method": method, "n_rows": n_rows, "cpu_s": cpu_s,
+            "import_s": 0.5}  # fmt: skip
+
+
+def test_report_scales_linear_jobs_and_keeps_kernel_jobs(cost, tmp_path):
+    jobs = [
+        _job("nuswide_linear", "tcca", 1000, 100.0),
+        _job("nuswide_linear", "tcca", 2000, 200.0),
+        _job("nuswide_kernel", "ktcca", 500, 900.0),
+    ]
+    out = tmp_path / "cost.md"
+    cost.report(jobs, {"lines": 24_099, "cpu_s": 0.3}, ["cmd"], str(out))
+    text = out.read_text()
+    # TCCA: 0.1 s per row, at the paper's 11,189 rows: 1,118.9 s, 3 jobs; KTCCA 3 x 900
+    # s. Longest first on 2 cores: 1119 + 1119 + 900 | 1119 + 900 + 900 -> 3,138 s.
+    assert (
+        "| nuswide_linear | TCCA | 1,000: 100.0; 2,000: 200.0 | 0.0 + 100 N / 1000 | "
+        "19 min | 19 min (predicted) | 3 |"
+    ) in text
+    assert "| nuswide_kernel | KTCCA | 500: 900.0 |  |  | 15 min | 3 |" in text
+    assert "Estimated time on 2 cores: **0.9 h**" in text
+    assert "then 6 fit jobs packed on 2 cores 0.9 h" in text
+    assert "evaluated at the paper's N = 11,189." in text
+    assert "`snakemake --cores 2 nuswide`" in text
+    json.dumps(jobs)  # what main() stores beside the report
+
+
+def test_report_uses_the_real_size_when_it_was_run(cost, tmp_path):
+    jobs = [
+        _job("nuswide_linear", "cca_ls", 1000, 10.0),
+        _job("nuswide_linear", "cca_ls", 2000, 20.0),
+        _job("nuswide_linear", "cca_ls", 11_190, 100.0),
+    ]
+    out = tmp_path / "cost.md"
+    cost.report(jobs, {"lines": 269_649, "cpu_s": 3.0}, ["cmd"], str(out))
+    text = out.read_text()
+    # measured 100 s at the real size; the fit over 1,000 and 2,000 predicts 111.9 s
+    assert "| CCA-LS | 1,000: 10.0; 2,000: 20.0; 11,190: 100.0 |" in text
+    assert "| 2 min | 2 min | 3 |" in text  # 111.9 s predicted, 100 s measured
+    assert "The linear table's jobs ran at N = 11,190, the real size" in text
+    assert "predicted 2 min for them against 2 min measured (+12 %)." in text
+    # with two methods, the one the fits missed most is named, and left out
+    jobs += [
+        _job("nuswide_linear", "tcca", 1000, 400.0),
+        _job("nuswide_linear", "tcca", 2000, 400.0),
+        _job("nuswide_linear", "tcca", 11_190, 2400.0),
+    ]
+    cost.report(jobs, {"lines": 269_649, "cpu_s": 3.0}, ["cmd"], str(out))
+    text = out.read_text()
+    assert (
+        "predicted 9 min for them against 42 min measured (-80 %); without TCCA, "
+        "2 min against 2 min (+12 %)."
+    ) in text
