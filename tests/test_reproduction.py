@@ -1,11 +1,20 @@
 """REPRODUCTION.md generator: deviation flags, claim checks and layout from a summary."""
 
 import copy
+import json
+import re
+from pathlib import Path
 
 import pytest
 
 from tcca_core import reproduction
-from tcca_core.reproduction import build, deviations, outside_paper
+from tcca_core.reproduction import (
+    build,
+    deviations,
+    hand_typed_numbers,
+    outside_paper,
+    render_fields,
+)
 
 
 def _rec(method, column, mean, std, paper=None, setting="s"):
@@ -199,9 +208,18 @@ def test_include_files_inlines_script_outputs(tmp_path):
         "<!-- include: investigations/results/b.md -->\nend\n"
     )
     out = reproduction.include_files(text, tmp_path)
-    assert "intro\n| x |\n|---|\n| 1 |\n" in out
+    assert (
+        "intro\n<!-- begin include: investigations/results/a.md -->\n"
+        "| x |\n|---|\n| 1 |\n<!-- end include: investigations/results/a.md -->\n"
+    ) in out
     assert "`python investigations/b.py` writes `investigations/results/b.md`" in out
     assert out.endswith("end\n")
+    assert reproduction.included_blocks(out) == {
+        "investigations/results/a.md": "| x |\n|---|\n| 1 |"
+    }
+    # build() drops the frames: the included text stands as written
+    text = build({"tables": {}}, investigations=out)
+    assert "intro\n| x |\n|---|\n| 1 |\n" in text and "include:" not in text
 
 
 def test_reduced_runs_are_flagged(summary):
@@ -229,3 +247,257 @@ def test_settings_with_their_own_r_grid_are_named(summary):
     assert "- mfeat/kernel2000_4 uses its own r grid: 5, ..., 100 (20 values)" in text
     assert "- mfeat/tiny uses its own r grid: [5, 10]" in text
     assert "linear4" not in text.split("## Tables")[0]
+
+
+# ------------------------------------------------- the investigations' prose (#19)
+
+REPO = Path(__file__).resolve().parents[1]
+SUMMARY = REPO / "results" / "summary.json"
+DOCS = REPO / "docs" / "investigations.md"
+
+#: Phrases of docs/investigations.md that may hold a number typed by hand: the
+#: protocol's and the investigations' settings, never a result. Anything else must be
+#: a field, filled in from results/summary.json or an included script output.
+PROTOCOL_SETTINGS = (
+    r"\b84K\b",  # SecStr's settings (the paper's column names)
+    r"\b1\.3M\b",
+    r"\b10K\b",  # the paper's DSE subset on SecStr
+    r"\b2\s+std\b",  # reproduction.N_STD
+    r"\b(?:eps|gamma)\s*=\s*[\d.e+-]*\d",  # a parameter value, as set
+    r"\bbelow\s+1e-2\b",  # the protocol's eps on SecStr and Ads
+    r"\br\s+in\s+\{[\d,\s]+\}",  # an investigation's r grid
+    r"\b(?:at|to)\s+r\s*=\s*\d+",  # the r a value is read at
+    r"\b[35]\s+splits\b",  # the pipeline's 5 splits, the cheap investigations' 3
+    r"\b(?:30|5)\s+draws\b",  # the BSF investigation's draws
+    r"\b5-draw\b",
+    r"\b100\s+label(?:ed|s)\b",  # the protocol's labeled rows
+    r"\bsections?\s+\d+(?:\s+and\s+\d+)?",  # baselines.md's sections
+    r"\bitem\s+\d+",
+    r"\b1/N\b",  # the covariances' scaling
+)
+
+
+def _real_summary() -> dict:
+    return json.loads(SUMMARY.read_text())
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _rendered_investigations(summary=None) -> str:
+    """docs/investigations.md as REPRODUCTION.md shows it (includes and fields)."""
+    notes = reproduction.include_files(DOCS.read_text(), REPO)
+    text, problems = render_fields(
+        notes, summary or _real_summary(), reproduction.included_blocks(notes)
+    )
+    assert problems == []
+    return text
+
+
+def test_fields_fill_in_from_the_summary(summary):
+    def one(field):
+        text, problems = render_fields(field, summary)
+        assert problems == [], problems
+        return text
+
+    assert one("{{ads/l100/tcca.pm}}") == "93.00 ± 1.00"
+    assert one("{{ads/l100/tcca.diff}}") == "-1.59"
+    assert one("{{abs ads/l100/tcca.diff}}") == "1.59"
+    assert one("{{ads/l100/tcca.paper_pm}}") == "94.59 ± 0.27"
+    assert one("{{ads/l100/tcca.upper}}") == "95.13"
+    assert one("{{ads/l100/tcca.paper_stds}}") == "-5.9"
+    assert one("{{secstr/1.3m/tcca.r}}") == "10/20/10/10/10"
+    # a setting key with a dot, comma lists over settings and methods
+    assert one("{{max secstr/84k,1.3m/cca_avg,cca_ls.mean}}") == "61.00"
+    assert one("{{argmin ads/l100/dse,ssmvd,tcca.diff}}") == "TCCA"
+    assert one("{{flag secstr/84k/tcca}}") == "within"
+    assert one("{{flag secstr/84k,1.3m/tcca}}") == "partly outside"
+    assert one("{{flag ads/l100/tcca}}") == "outside"
+    # what cannot be filled in is shown, and named
+    text, problems = render_fields(
+        "a {{ads/l100/cca_bst.mean}} b {{ads/l100/dse,tcca.mean}} c", summary
+    )
+    assert text.count("**[?:") == 2 and len(problems) == 2
+    assert "no result for 'cca_bst'" in problems[0]
+    assert "min, max" in problems[1]
+
+
+def test_fields_fill_in_from_the_included_outputs(tmp_path):
+    out = tmp_path / "investigations" / "results"
+    out.mkdir(parents=True)
+    (out / "inv.md").write_text(
+        "#### Ads: first\n\nMajority class: 86.0 %. Paper: +0.29.\n\n"
+        "| variant | method | (A) | r = 5 |\n|---|---|---|---|\n"
+        "| protocol | CCA | 90.76 ± 0.93 (r = 20) | 88.28 |\n"
+        "| protocol | TCCA | 88.49 ± 0.57 | 86.71 |\n\n"
+        "#### SecStr: second\n\n| variant | method | (A) | r = 5 |\n|---|---|---|---|\n"
+        "| protocol | CCA | 61.00 ± 1.00 | 60.00 |\n"
+    )
+    notes = reproduction.include_files(
+        "<!-- include: investigations/results/inv.md -->", tmp_path
+    )
+    blocks = reproduction.included_blocks(notes)
+
+    def one(field):
+        text, problems = render_fields(field, {"tables": {}}, blocks)
+        assert problems == [], problems
+        return text
+
+    assert one("{{cell inv > SecStr | protocol & CCA | (A)}}") == "61.00 ± 1.00"
+    assert one("{{cell inv > Ads | protocol & CCA | (A) | pm}}") == "90.76 ± 0.93"
+    assert one("{{cell inv > Ads | protocol & CCA | (A) | n2}}") == "20"
+    assert one("{{cell inv | protocol & TCCA | r = 5}}") == "86.71"
+    assert one("{{text inv | Majority class: {} %}}") == "86.0"
+    assert one("{{text inv | Paper: {}.}}") == "+0.29"
+    # the same row in two sections, a pattern found twice, no such output
+    for field in (
+        "{{cell inv | protocol & CCA | (A)}}",
+        "{{text inv | | {} |}}",
+        "{{cell nothing | protocol | (A)}}",
+    ):
+        _, problems = render_fields(field, {"tables": {}}, blocks)
+        assert len(problems) == 1, field
+
+
+def test_hand_typed_numbers_are_found():
+    text = (
+        "BSF and CAT match the paper (within 1 point); the rest lands 3 to 7 points "
+        "below, {{ads/l100/bsf.diff}} for BSF, at eps = 1e-2 `python x.py --splits 3` "
+        "<!-- 5 --> over 5 splits"
+    )
+    found = hand_typed_numbers(text, (r"\beps\s*=\s*1e-2", r"\b5\s+splits\b"))
+    assert [f.split()[0] for f in found] == ["'1'", "'3'", "'7'"]
+
+
+def test_investigations_have_no_hand_typed_number():
+    """Every number of docs/investigations.md is a field or a stated setting."""
+    assert hand_typed_numbers(DOCS.read_text(), PROTOCOL_SETTINGS) == []
+
+
+def test_investigations_follow_the_summary():
+    """The sentences issue #19 found stale read the summary, and move with it."""
+    text = _one_line(_rendered_investigations())
+    assert "**[?:" not in text
+    # Ads: BSF is -1.53 from the paper, not "within 1 point"
+    assert "BSF and CAT are within the paper's 2 std (BSF -1.53 points" in text
+    # Ads: the reductions range from -0.63 to -5.55, not "3 to 7 points below"
+    assert "lands below the paper, from -0.63 (CCA (BST)) to -5.55 (TCCA) points" in (
+        text
+    )
+    # DSE/SSMVD on Ads: -4.15 and -3.91, not "6 to 7 points below"
+    assert "(DSE -4.15, SSMVD -3.91 points)" in text
+    # centered and raw views do not "coincide" for CCA-LS: 64.44 vs 65.39
+    assert "CCA-LS 64.44 ± 1.82 centered, 65.39 ± 1.12 raw" in text
+    # another summary, other sentences
+    s = _real_summary()
+    for rec in s["tables"]["ads"]["accuracy"]["val"]:
+        if rec["method"] == "bsf":
+            rec["mean"], rec["diff"] = 95.0, 95.0 - rec["paper_mean"]
+        if rec["method"] == "cca_bst":
+            rec["mean"], rec["diff"] = 80.0, 80.0 - rec["paper_mean"]
+    moved = _one_line(_rendered_investigations(s))
+    assert "BSF and CAT are partly outside the paper's 2 std (BSF +3.90 points" in moved
+    assert "from -2.57 (CCA-LS) to -12.88 (CCA (BST)) points" in moved
+
+
+def _missing_of(text: str) -> dict[str, str]:
+    return dict(re.findall(r"^### (\S+): not run\n\n(.+)$", text, re.MULTILINE))
+
+
+def test_reproduction_md_is_what_the_generator_writes(tmp_path):
+    """REPRODUCTION.md is the pipeline's output for the committed summary and prose.
+
+    The reasons of the tables that did not run come from the workflow; they are read
+    back from the committed file.
+    """
+    from tcca_core.pipeline.jobs import write_reproduction
+
+    committed = (REPO / "REPRODUCTION.md").read_text()
+    out = tmp_path / "REPRODUCTION.md"
+    write_reproduction(SUMMARY, DOCS, out, root=REPO, missing=_missing_of(committed))
+    assert out.read_text() == committed, (
+        "REPRODUCTION.md is stale: regenerate it (snakemake --cores 1 reproduction)"
+    )
+
+
+# ----------------------------------------------------- post hoc, NUS-WIDE (#19)
+
+
+def test_post_hoc_variant_is_apart_from_the_tables_and_the_verdicts(summary):
+    s = copy.deepcopy(summary)
+    col = "#unlabeled = 84K"
+    recs = s["tables"]["secstr"]["accuracy"]["val"]
+    recs.append(_rec("tcca_nc", col, 65.0, 0.9, None, "84k"))
+    # TCCA best among the paper's methods; the post hoc variant above it
+    for r in recs:
+        if r["column"] == col and r["method"] == "tcca":
+            r["mean"] = 62.0
+    checks = {c[2].__name__: c[2] for c in reproduction.CLAIMS}
+    v = checks["claim_tcca_best"](s)
+    assert (
+        "secstr, #unlabeled = 84K: TCCA 62.00 ± 1.00; best: TCCA 62.00"
+        in (v.evidence[0])
+    )
+    text = build(s)
+    tables = text.split("## The paper's qualitative claims")[0]
+    assert "| TCCA (uncentered) |" not in tables
+    assert "see [Post hoc: TCCA on the raw (uncentered) views]" in tables
+    section = text.split("## Post hoc: TCCA on the raw (uncentered) views")[1]
+    assert "**Post hoc.**" in section
+    # 65.0 against the paper's 62.36 +- 1.27 (bound 64.90); family 59.0 to 60.0
+    assert (
+        "- secstr, #unlabeled = 84K: TCCA (uncentered) 65.00 ± 0.90 (r per split "
+        "10/20/10/10/10); TCCA (centered) 62.00 ± 1.00; against the paper's TCCA "
+        "62.36 ± 1.27: above the paper's +2 std bound (64.90); above the CCA family "
+        "(59.00 to 60.00, CCA-LS to CCA (AVG))."
+    ) in section
+    assert "pairwise information alone" not in section  # not level with the family
+    assert "## Post hoc" not in build(summary)  # no post hoc variant, no section
+
+
+def test_post_hoc_section_on_the_full_run():
+    """SecStr 84K: above the paper's +2 std bound and level with the CCA family."""
+    text = build(_real_summary())
+    section = _one_line(
+        text.split("## Post hoc: TCCA on the raw (uncentered) views")[1]
+    )
+    assert (
+        "secstr, #unlabeled = 84K: TCCA (uncentered) 65.31 ± 0.87 (r per split "
+        "5/5/5/5/5); TCCA (centered) 56.22 ± 0.78; against the paper's TCCA "
+        "62.36 ± 1.27: above the paper's +2 std bound (64.90); level with the CCA "
+        "family (64.09 to 66.21, CCA (AVG) to CCA (BST))."
+    ) in section
+    assert "that is what pairwise information alone would give" in section
+    assert "the raw third moment contains the pairwise covariances" in section
+    claims = text.split("## The paper's qualitative claims")[1].split("## Deviations")[
+        0
+    ]
+    assert "TCCA (uncentered)" not in claims
+
+
+def test_nuswide_section_says_what_to_run_and_how_long():
+    summary = _real_summary()
+    notes = reproduction.include_files(DOCS.read_text(), REPO)
+    text = build(
+        summary,
+        investigations=notes,
+        missing={t: "Not run: no data." for t in ("nuswide_linear", "nuswide_kernel")},
+    )
+    section = _one_line(
+        text.split("### nuswide: what its tables would decide")[1].split("## ")[0]
+    )
+    assert "**[?:" not in text
+    assert "nuswide_kernel, #labeled = 4 (the paper): KTCCA 24.51 ± 0.78" in section
+    assert "the claim that KTCCA beats KCCA rests on this data set alone" in section
+    assert "one command runs its tables: `snakemake --cores 2 nuswide`" in section
+    cost = (REPO / "investigations" / "results" / "nuswide_cost.md").read_text()
+    assert "`snakemake --cores 2 nuswide`" in cost  # the script's command too
+    total = re.search(r"Estimated time on 2 cores: \*\*([\d.]+) h\*\*", cost)
+    assert total and f"**How long.** About {total.group(1)} h on 2 cores" in section
+    assert "the linear table's at the real size (N = 11,190 images)" in section
+    assert "the kernel table's on its 500-row subset" in section
+    # the scaling assumption, and how far it was off at the real size
+    assert "How each method's cost grows with the rows N" in section
+    assert re.search(r"missed the linear table's jobs by -?\d+ %, and by", section)
+    assert "TCCA the same plus ALS sweeps of O(N r sum d)" in section
