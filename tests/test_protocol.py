@@ -591,3 +591,52 @@ def test_select_prefers_the_larger_gamma_on_a_tie():
         ]
     )
     assert select_per_split(res)["gamma"].tolist() == [1.0]
+
+
+@pytest.mark.parametrize("pair", [("cca_bst", "cca_avg"), ("kcca_bst", "kcca_avg")])
+def test_bst_and_avg_share_their_pair_fits(data, pair, fit_calls):
+    """CCA/KCCA (AVG) fits the very pairs of (BST): with one cache it refits none,
+    and its accuracies equal those of an uncached run (issue #18)."""
+    views, y, splits = data
+    s = splits[0]
+    bst, avg = pair
+    kw = dict(r_grid=[2, 3], seed=3)
+    plain = run_method(views, y, s, avg, params=SMALL.get(avg), **kw)
+    cache: dict = {}
+    run_method(views, y, s, bst, params=SMALL.get(bst), cache=cache, **kw)
+    fitted, entries = len(fit_calls), len(cache)
+    assert entries > 0
+    shared = run_method(views, y, s, avg, params=SMALL.get(avg), cache=cache, **kw)
+    assert len(fit_calls) == fitted and len(cache) == entries
+    cols = ["val_acc", "test_acc", "r", "k", "params"]
+    pd.testing.assert_frame_equal(plain[cols], shared[cols])
+
+
+def test_kcca_runner_asks_for_the_grid_s_components_only(rng):
+    """The runner's KCCA returns the largest r of the grid (the top-r route), the
+    same leading components as the full solution (issue #18)."""
+    from tcca_core.baselines._cca import KCCA
+    from tcca_core.protocol.runners import _kcca_components
+
+    N = 60
+    Z = rng.standard_normal((N, 2))
+    X1 = np.hstack([Z, rng.standard_normal((N, 6))]) @ rng.standard_normal((8, 8))
+    X2 = np.hstack([Z, rng.standard_normal((N, 5))]) @ rng.standard_normal((7, 7))
+    Ks = [X1 @ X1.T, X2 @ X2.T]
+
+    class _R:
+        r_grid = [2, 4]
+
+    r = _kcca_components(_R, Ks)
+    assert r == 4
+    top = KCCA(n_components=r, eps=1e-2, kernel="precomputed").fit(Ks)
+    full = KCCA(n_components=None, eps=1e-2, kernel="precomputed").fit(Ks)
+    assert top.r_max_ == full.r_max_ == 7
+    assert_allclose(top.correlations_, full.correlations_[:r], atol=1e-10)
+    for a, b in zip(top.dual_coef_, full.dual_coef_, strict=True):
+        assert_allclose(a, b[:, :r], atol=1e-8 * np.abs(b[:, :r]).max())
+
+    class _Big:
+        r_grid = [2, 300]
+
+    assert _kcca_components(_Big, Ks) == 7  # never above the kernels' rank

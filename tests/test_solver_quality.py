@@ -144,6 +144,27 @@ def test_rank_path_never_loses_to_standalone_fits(rng):
     assert np.array_equal(other[1].weights_, cold[1].weights_)
 
 
+@pytest.mark.parametrize("algorithm", ["dense", "implicit"])
+def test_a_rank_path_computes_the_hosvd_once(rng, monkeypatch, algorithm):
+    """The exact HOSVD's bases do not depend on the rank: a path eigendecomposes
+    the mode Gram matrices once (issue #18: KTCCA on 2,000 samples spent half its
+    time repeating them), and every rank still equals its standalone fit."""
+    import tcca_core._als as als
+
+    calls = []
+    real = als.hosvd_bases
+    monkeypatch.setattr(
+        als, "hosvd_bases", lambda grams: calls.append(1) or real(grams)
+    )
+    views = _planted(rng, N=800, dims=(9, 8, 7))
+    kw = dict(init="hosvd", n_init=1, algorithm=algorithm, random_state=0)
+    path = TCCA(**kw).fit_path(views, [2, 4, 6])
+    assert len(calls) == 1
+    for est in path:
+        alone = TCCA(est.n_components, **kw).fit(views)
+        assert np.array_equal(est.weights_, alone.weights_)
+
+
 def test_a_stall_is_not_convergence():
     k = np.arange(12)
     # a swamp: the error falls by 1e-10 per sweep, steadily or faster and faster

@@ -46,8 +46,13 @@ def job_counts(output: str) -> dict[str, int]:
     return counts
 
 
-def paper_grid(config: dict) -> int:
-    """Fit jobs the configuration asks for: settings x methods x splits."""
+def paper_grid(config: dict, post_hoc: bool = False) -> int:
+    """Fit jobs the configuration asks for: settings x methods x splits.
+
+    Without ``post_hoc``, the methods that are not the paper's are left out.
+    """
+    from tcca_core.registry import METHODS
+
     per_job = 1 if config.get("fit_grain") == "method" else config["n_splits"]
     total = 0
     for dataset in config["datasets"].values():
@@ -55,7 +60,8 @@ def paper_grid(config: dict) -> int:
             methods = setting["methods"]
             if isinstance(methods, str):
                 methods = config["method_sets"][methods]
-            total += len(methods) * per_job
+            kept = [m for m in methods if post_hoc or METHODS[m].paper]
+            total += len(kept) * per_job
     return total
 
 
@@ -76,16 +82,34 @@ def test_full_dry_run_lists_the_papers_grid(tmp_path, full_config):
     )
     assert res.returncode == 0, res.stderr[-3000:]
     counts = job_counts(res.stdout)
-    # SecStr 84K 9 + 1.3M 5 methods (TCCA (uncentered) included), Ads 9, NUS-WIDE
-    # 3 x 8 linear + 3 x 5 kernel, mfeat 3 x 8 linear + 6 x 5 kernel: 116
-    # method-settings, one job each (fit_grain: method; all 5 splits per job).
+    # SecStr 84K 8 + 1.3M 4 methods (TCCA (uncentered) is post hoc, not run by
+    # default), Ads 8, NUS-WIDE 3 x 8 linear + 3 x 5 kernel, mfeat 3 x 8 linear +
+    # 6 x 5 kernel: 113 method-settings, one job each (fit_grain: method; all 5
+    # splits per job).
     assert full_config["fit_grain"] == "method"
-    assert counts["fit"] == paper_grid(full_config) == 116
+    assert counts["fit"] == paper_grid(full_config) == 113
     assert counts["splits"] == 18  # one per (data set, setting)
     assert counts["gather"] == 18
     assert counts["table"] == len(full_config["tables"]) == 6
     # every data set is prepared, including SecStr's extra unlabeled set
     assert counts["prepare_data"] == 5
+
+
+def test_post_hoc_methods_run_only_on_request(tmp_path, full_config):
+    """post_hoc=true adds TCCA (uncentered)'s jobs: SecStr 84K, 1.3M and Ads."""
+    res = snakemake(
+        "-n",
+        "--nolock",
+        "--config",
+        f"data_root={tmp_path / 'data'}",
+        "post_hoc=true",
+        "--",
+        "full",
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert job_counts(res.stdout)["fit"] == paper_grid(full_config, post_hoc=True)
+    assert paper_grid(full_config, post_hoc=True) == 116
+    assert "/tcca_nc/" in res.stdout
 
 
 def test_slurm_profile_dry_run(tmp_path, full_config):
@@ -106,7 +130,8 @@ def test_slurm_profile_dry_run(tmp_path, full_config):
     assert "Using profile profiles/slurm" in res.stdout + res.stderr
     assert "slurm_account=CHANGE_ME" in res.stdout
     per_method = 1 if full_config["fit_grain"] == "method" else full_config["n_splits"]
-    assert job_counts(res.stdout)["fit"] == 9 * per_method  # Ads: 9 methods
+    # Ads: 8 methods (TCCA (uncentered) is post hoc)
+    assert job_counts(res.stdout)["fit"] == 8 * per_method
 
 
 ADS_LIKE_SETTING = {"learner": "rls", "n_labeled": 10, "methods": "linear_rls"}

@@ -68,6 +68,22 @@ class CPResult:
     state: tuple = (2.0, 0, 0)
 
 
+def hosvd_bases(grams: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Per mode, the eigenvectors of ``T_(p) T_(p)^T`` above its rounding noise.
+
+    In decreasing order of eigenvalue; the exact HOSVD start of any rank is their
+    leading columns (:func:`init_factors`).
+    """
+    bases = []
+    for A in grams:
+        w, V = np.linalg.eigh(A)
+        w, V = w[::-1], V[:, ::-1]
+        # eigh of M M^T resolves eigenvalues only to ~ d eps max(w): keep those 100
+        # times above that noise
+        bases.append(V[:, : numerical_rank(w, scale=max(w[0], 0.0), factor=100.0)])
+    return bases
+
+
 def init_factors(
     mttkrp: Mttkrp,
     dims: Sequence[int],
@@ -76,6 +92,7 @@ def init_factors(
     rng: np.random.Generator,
     *,
     mode_grams: Callable[[], list[np.ndarray]] | None = None,
+    hosvd: Callable[[], list[np.ndarray]] | None = None,
     power_iter: int | None = None,
 ) -> list[np.ndarray]:
     """Make initial factors: ``"random"``, ``"svd"``, ``"hosvd"`` or a list of arrays.
@@ -92,7 +109,10 @@ def init_factors(
 
     ``"hosvd"`` is the exact HOSVD (tensorly's ``init="svd"``): the leading
     eigenvectors of T_(p) T_(p)^T, which ``mode_grams()`` returns for every mode
-    (the implicit engine computes them from Gram matrices, without unfolding T).
+    (the implicit engine computes them from Gram matrices, without unfolding T);
+    ``hosvd()``, if given, returns those bases already computed (:func:`hosvd_bases`
+    of the mode Grams; they do not depend on ``rank``, so a rank path computes them
+    once).
 
     Where ``rank > d_p``, or T_(p) has fewer numerically non-zero singular values
     than ``rank``, the missing columns are random (as tensorly does for r > d_p):
@@ -110,17 +130,12 @@ def init_factors(
                 f"{m} arrays, got {init!r}"
             )
         if init == "hosvd":
-            if mode_grams is None:
+            if hosvd is not None:
+                bases = hosvd()
+            elif mode_grams is not None:
+                bases = hosvd_bases(mode_grams())
+            else:
                 raise ValueError("init='hosvd' needs the tensor's mode Gram matrices")
-            bases = []
-            for A in mode_grams():
-                w, V = np.linalg.eigh(A)
-                w, V = w[::-1], V[:, ::-1]
-                # eigh of M M^T resolves eigenvalues only to ~ d eps max(w): keep
-                # those 100 times above that noise
-                bases.append(
-                    V[:, : numerical_rank(w, scale=max(w[0], 0.0), factor=100.0)]
-                )
         else:
             s = rank + OVERSAMPLE
             omega = [rng.standard_normal((d, s)) for d in dims]

@@ -310,7 +310,6 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
     def _set_fitted(self, out: dict):
         self.kernels_ = out["kernels"]
         self.center_stats_ = out["center_stats"]
-        self._L = out["cholesky"]
         self.factors_ = out["factors"]
         self.dual_coef_ = out["dual_coef"]
         self.weights_ = out["weights"]

@@ -801,6 +801,7 @@ class MomentEngine:
         self._op = ImplicitMoment(self.views) if name == "implicit" else None
         self._tree: dict = {}
         self._mode_grams: list[np.ndarray] | None = None
+        self._hosvd: list[np.ndarray] | None = None
 
     @classmethod
     def choose(
@@ -847,6 +848,14 @@ class MomentEngine:
             else:
                 self._mode_grams = _dense_mode_grams(self.M)
         return self._mode_grams
+
+    def hosvd_bases(self) -> list[np.ndarray]:
+        """Return the exact HOSVD's bases (:func:`._als.hosvd_bases`), computed once."""
+        if self._hosvd is None:
+            from ._als import hosvd_bases
+
+            self._hosvd = hosvd_bases(self.mode_grams())
+        return self._hosvd
 
     def correlations(self, factors: Sequence[np.ndarray]) -> np.ndarray:
         """rho_k = (1/N) sum_n prod_p (Y_p U_p)[n, k] = <M, u_1k o ... o u_mk>.
@@ -991,9 +1000,7 @@ class MomentEngine:
             for i, st in enumerate(starts)
         ]
         U0s = [
-            init_factors(
-                self.mttkrp, self.dims, rank, st, rng, mode_grams=self.mode_grams
-            )
+            init_factors(self.mttkrp, self.dims, rank, st, rng, hosvd=self.hosvd_bases)
             for st in starts
         ]
         if self.name == "tensorly":  # the reference: every start run in full
@@ -1132,7 +1139,7 @@ class MomentEngine:
                     r,
                     init,
                     warm_rng,
-                    mode_grams=self.mode_grams,
+                    hosvd=self.hosvd_bases,
                 )
                 k = previous[0].shape[1]
                 extra = [

@@ -172,11 +172,33 @@ def load_schema(schema_path: str | os.PathLike) -> dict:
     return schema
 
 
+def _command_line_booleans(cfg: dict, schema: dict) -> None:
+    """Turn ``"true"``/``"false"`` of top-level boolean keys into booleans, in place.
+
+    Snakemake hands ``--config strict=true`` over as the string ``'true'`` (only
+    Python's ``True`` becomes a boolean), so the documented spelling would fail.
+    """
+    for key, prop in schema.get("properties", {}).items():
+        types = prop.get("type")
+        types = [types] if isinstance(types, str) else types or []
+        value = cfg.get(key)
+        if "boolean" in types and isinstance(value, str):
+            word = value.strip().lower()
+            if word in ("true", "false"):
+                cfg[key] = word == "true"
+
+
 def check_schema(cfg: dict, schema_path: str | os.PathLike) -> None:
-    """Raise ConfigError listing every schema violation, one line each, key first."""
+    """Raise ConfigError listing every schema violation, one line each, key first.
+
+    Top-level boolean keys given as ``true``/``false`` on the command line are
+    turned into booleans first (``cfg`` is changed in place).
+    """
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(load_schema(schema_path))
+    schema = load_schema(schema_path)
+    _command_line_booleans(cfg, schema)
+    validator = jsonschema.Draft202012Validator(schema)
     problems = sorted({_describe(e) for e in validator.iter_errors(cfg)})
     if problems:
         raise ConfigError(
@@ -224,6 +246,11 @@ def _check_r_grid(dataset, dcfg, setting, s):
         f"({', '.join(s['methods'])}) can return ({bound[1]}); every method would "
         "skip it: lower the grid" + ("" if own else " or give the setting its own"),
     )
+
+
+def _is_paper(method: str) -> bool:
+    spec = METHODS.get(method)
+    return spec is None or spec.paper
 
 
 def resolve_settings(cfg: dict) -> dict:
@@ -302,6 +329,12 @@ def resolve_settings(cfg: dict) -> dict:
             if scfg is None or method not in scfg["methods"]:
                 _fail(f"pending.{key}", f"{dataset}/{setting} does not run {method!r}")
             del scfg["methods"][method]
+    if not cfg.get("post_hoc", False):
+        # investigation-only variants (registry: paper=False) run only on request
+        for settings in resolved.values():
+            for scfg in settings.values():
+                for method in [m for m in scfg["methods"] if not _is_paper(m)]:
+                    del scfg["methods"][method]
     for table, tcfg in cfg["tables"].items():
         key = f"tables.{table}"
         if tcfg["dataset"] not in resolved:
@@ -502,7 +535,9 @@ def check_config(cfg: dict) -> dict:
 
     Returns ``{dataset: {setting: resolved setting}}``: each setting with its
     ``methods`` (a method set's name replaced by the set), ``r_grid`` and
-    ``same_as`` filled in, and the methods marked pending dropped.
+    ``same_as`` filled in, and the methods marked pending dropped, as are the
+    methods that are not the paper's (the registry's ``paper=False``, e.g. TCCA
+    (uncentered)) unless ``post_hoc`` is true.
     """
     settings = resolve_settings(cfg)
     problems = value_problems(cfg, settings)
@@ -532,6 +567,7 @@ RUN_KEYS = frozenset(
         "fit_cache",
         "fit_grain",
         "pending",
+        "post_hoc",
         "results_dir",
     }
 )

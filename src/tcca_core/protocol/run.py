@@ -50,6 +50,10 @@ class Cache(Protocol):
 
 
 #: Learner columns of a row before the learner's own value is filled in.
+#: Fit kinds of ``_Run.cached`` that several methods share: CCA (BST) and CCA (AVG)
+#: fit the same pairs (KCCA likewise), so their entries are keyed without the method.
+_SHARED_KINDS = frozenset({"cca", "kcca"})
+
 _NO_LEARNER = {spec.param: None for spec in LEARNERS.values()}
 
 # ------------------------------------------------------------------- measurement
@@ -167,7 +171,8 @@ class _Run:
             else hashlib.sha1(np.ascontiguousarray(rows).tobytes()).hexdigest()
         )
         key = (
-            self.spec.name,
+            # the pair fits of CCA/KCCA (BST) and (AVG) are the same fits
+            kind if kind in _SHARED_KINDS else self.spec.name,
             kind,
             tuple(idx),
             json.dumps(gp, sort_keys=True, default=str),

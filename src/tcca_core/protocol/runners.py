@@ -20,9 +20,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_views
-from ..baselines._cca import CCA, KCCA, view_pairs
+from ..baselines._cca import CCA, KCCA, kernel_eigen, view_pairs
 from ..baselines._cca_ls import CCALS
 from ..baselines._single import concatenate_views, l2_normalize_rows, normalize_kernel
+from ..kernels import center_kernel
 from .run import _add_costs, _measure, _Run
 
 __all__ = [
@@ -131,17 +132,31 @@ _fit_cca = _linear_fit(CCA, "cca")
 _fit_cca_ls = _linear_fit(CCALS, "cca_ls")
 
 
+def _kcca_components(run: _Run, kernels) -> int:
+    """Components one KCCA fit must return: the grid's largest r, within the rank.
+
+    Asking for fewer than all components lets KCCA take its top-r route (an
+    eigenvalue subset instead of a full SVD of an r_p x r_q matrix, N x N for a
+    kernel of full rank): the leading components are the same (to 1e-8, up to a
+    rotation inside a repeated correlation, as in ``kcca_from_kernels``). The
+    eigendecompositions are cached, so the fit reuses them.
+    """
+    ranks = [kernel_eigen(center_kernel(K)[0]).rank for K in kernels]
+    return max(1, min(max(run.r_grid), *ranks))
+
+
 def _fit_kcca(run: _Run, idx, gp):
     K = [run.kernels(p) for p in idx]
-    est, cost = _fit_once(
-        run,
-        "kcca",
-        idx,
-        gp,
-        lambda: KCCA(n_components=None, eps=gp["eps"], kernel="precomputed").fit(
-            [k["fit"] for k in K]
-        ),
-    )
+
+    def make():
+        Ks = [k["fit"] for k in K]
+        return KCCA(
+            n_components=_kcca_components(run, Ks),
+            eps=gp["eps"],
+            kernel="precomputed",
+        ).fit(Ks)
+
+    est, cost = _fit_once(run, "kcca", idx, gp, make)
     Zs, r_max, cost = _transform(est, [k["rows_fit"] for k in K], cost)
     return Zs, r_max, _add_costs(cost, *(k["cost"] for k in K))
 
