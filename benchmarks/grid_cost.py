@@ -18,9 +18,10 @@ written by the rules in ``workflow/rules/*.smk``; columns ``s`` = wall seconds,
   ``wall - cpu``), and per rule;
 * what ``--cores N`` needs at least: the total CPU time / N and the longest job.
 
-Without benchmark files (a fresh checkout) it reads the committed cost tables
-``results/tables/*_cost.csv`` instead: they hold each fit job's wall time
-(``job time (s)``) but no CPU time, so nothing can be flagged.
+Without benchmark files (a fresh checkout) it reads the per-job table of the
+published full run, ``results/grid_cost.csv`` (written by ``--csv``, with CPU times),
+and without that the committed cost tables ``results/tables/*_cost.csv``: they hold
+each fit job's wall time (``job time (s)``) but no CPU time, so nothing can be flagged.
 
 Fit job paths are ``fit/<dataset>/<setting>/<method>/split<split>.tsv``; other rules
 (``prepare_data``, ``splits``, ``gather``, ``table``, ``summary``) are listed by rule
@@ -125,7 +126,7 @@ def read_benchmarks(folder) -> pd.DataFrame:
             threads=threads,
             max_rss_mb=values["max_rss"].max() if "max_rss" in values else math.nan,
             repeats=len(table),
-            source=str(path),
+            source=str(path.relative_to(folder)),
         )
         rows.append(row)
     return _finish(pd.DataFrame(rows))
@@ -172,6 +173,59 @@ def read_cost_tables(paths, config: dict | None = None) -> pd.DataFrame:
                 }
             )
     return _finish(pd.DataFrame(rows))
+
+
+def _keys_of(config: dict | None) -> tuple[dict, dict]:
+    """Maps from the cost tables' labels to keys: (table, column label) -> setting,
+    method label -> method."""
+    from tcca_core.registry import METHODS
+
+    settings = {}
+    for name, spec in ((config or {}).get("tables") or {}).items():
+        for col in spec.get("columns", []):
+            settings[(name, str(col.get("label")))] = str(col.get("setting"))
+    return settings, {spec.label: key for key, spec in METHODS.items()}
+
+
+def before_after(
+    after: pd.DataFrame, before_paths, config: dict | None = None
+) -> pd.DataFrame:
+    """Each fit job of a run beside the same job in older cost tables.
+
+    ``after`` is :func:`read_benchmarks`'s table of the new run; ``before_paths``
+    are the committed ``*_cost.csv`` of the old one (labels mapped to keys through
+    the configuration's tables and the registry). Columns: dataset, setting,
+    method, ``before_s`` (old job wall), ``after_s`` (new wall), ``after_cpu_s``,
+    ``speedup`` (before / after wall) and ``slower`` (the new wall above the old).
+    """
+    settings, methods = _keys_of(config)
+    rows = []
+    for path in map(Path, before_paths):
+        table = pd.read_csv(path, dtype=str)
+        if "job time (s)" not in table.columns:
+            continue
+        name = path.name.removesuffix("_cost.csv")
+        dataset = _table_dataset(path, config)
+        for _, t in table.iterrows():
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "setting": settings.get((name, str(t["Setting"])), t["Setting"]),
+                    "method": methods.get(str(t["Method"]), t["Method"]),
+                    "before_s": _number(t["job time (s)"]),
+                }
+            )
+    old = pd.DataFrame(rows, columns=["dataset", "setting", "method", "before_s"])
+    fits = after[after["rule"] == "fit"]
+    new = (
+        fits.groupby(["dataset", "setting", "method"], as_index=False)
+        .agg(after_s=("wall_s", "sum"), after_cpu_s=("cpu_s", "sum"))
+        .astype({"after_s": float, "after_cpu_s": float})
+    )
+    both = old.merge(new, on=["dataset", "setting", "method"], how="outer")
+    both["speedup"] = both["before_s"] / both["after_s"]
+    both["slower"] = both["after_s"] > both["before_s"]
+    return both.sort_values("before_s", ascending=False, na_position="last")
 
 
 def _finish(jobs: pd.DataFrame) -> pd.DataFrame:
@@ -288,11 +342,16 @@ def _print_summary(table: pd.DataFrame, by: str, label=lambda x: x) -> None:
         )
 
 
-def report(jobs: pd.DataFrame, *, top: int | None = 25, cores=(2, 16)) -> None:
-    """Print the per-job list and the per-method, per-data-set and per-rule sums."""
+def report(
+    jobs: pd.DataFrame, *, top: int | None = 25, cores=(2, 16), origin: str = ""
+) -> None:
+    """Print the per-job list and the per-method, per-data-set and per-rule sums.
+
+    ``origin`` names where the jobs were read (default: their sources' folder).
+    """
     fits = jobs[jobs["rule"] == "fit"]
     has_cpu = jobs["cpu_s"].notna().any()
-    print(f"{len(jobs)} jobs ({len(fits)} fit jobs) from {_sources(jobs)}")
+    print(f"{len(jobs)} jobs ({len(fits)} fit jobs) from {origin or _sources(jobs)}")
     print(
         f"wall {_fmt(jobs['wall_s'].sum())} s ({jobs['wall_s'].sum() / 3600:.2f} h)"
         + (
@@ -367,6 +426,12 @@ def main(argv=None) -> int:
         default=str(ROOT / "results" / "tables" / "*_cost.csv"),
         help="cost tables, used when there are no benchmark files (a glob)",
     )
+    parser.add_argument(
+        "--jobs",
+        default=str(ROOT / "results" / "grid_cost.csv"),
+        help="a per-job table written by --csv (the committed one of the full run), "
+        "read when there are no benchmark files",
+    )
     parser.add_argument("--config", default=str(ROOT / "config" / "config.yaml"))
     parser.add_argument("--ratio", type=float, default=1.5)
     parser.add_argument("--min-wall", type=float, default=30.0)
@@ -377,11 +442,23 @@ def main(argv=None) -> int:
     parser.add_argument("--top", type=int, default=25, help="jobs listed (0: all)")
     parser.add_argument("--cores", type=int, nargs="+", default=[2, 16])
     parser.add_argument("--csv", help="write the per-job table to this CSV")
+    parser.add_argument(
+        "--before",
+        help="older cost tables (a glob, e.g. from git show) to compare each fit "
+        "job of the benchmark files with",
+    )
+    parser.add_argument("--before-csv", help="write the before/after table to this CSV")
     args = parser.parse_args(argv)
 
     jobs = pd.DataFrame(columns=list(JOB_COLUMNS))
+    origin = ""
     if Path(args.benchmarks).is_dir():
         jobs = read_benchmarks(args.benchmarks)
+        origin = args.benchmarks
+    if jobs.empty and Path(args.jobs).is_file():
+        print(f"no benchmark files under {args.benchmarks}: reading {args.jobs}")
+        jobs = _finish(pd.read_csv(args.jobs, dtype={"split": str, "setting": str}))
+        origin = args.jobs
     if jobs.empty:
         paths = sorted(glob.glob(args.tables))
         if not paths:
@@ -396,11 +473,27 @@ def main(argv=None) -> int:
     jobs = flag_contention(
         jobs, args.ratio, args.min_wall, over=args.over, threads=args.threads
     )
-    report(jobs, top=args.top or None, cores=args.cores)
+    report(jobs, top=args.top or None, cores=args.cores, origin=origin)
     if args.csv:
         out = jobs.sort_values("wall_s", ascending=False)
         out.to_csv(args.csv, index=False, float_format="%.3f", lineterminator="\n")
         print(f"\nper-job table written to {args.csv}")
+    if args.before:
+        paths = sorted(glob.glob(args.before))
+        both = before_after(jobs, paths, _load_config(args.config))
+        print("\nFit jobs before (cost tables) and after (benchmark files), wall s")
+        with pd.option_context("display.width", 200, "display.max_rows", None):
+            print(both.to_string(index=False, float_format=lambda x: f"{x:.1f}"))
+        total = both[["before_s", "after_s", "after_cpu_s"]].sum()
+        print(
+            f"total: before {_fmt(total['before_s'])} s, after {_fmt(total['after_s'])}"
+            f" s wall ({_fmt(total['after_cpu_s'])} s CPU); "
+            f"{int(both['slower'].sum())} jobs slower"
+        )
+        if args.before_csv:
+            both.to_csv(
+                args.before_csv, index=False, float_format="%.1f", lineterminator="\n"
+            )
     return 0
 
 

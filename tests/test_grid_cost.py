@@ -172,6 +172,8 @@ def test_falls_back_to_the_committed_cost_tables(gc, tmp_path, capsys):
         [
             "--benchmarks",
             str(tmp_path / "none"),
+            "--jobs",
+            str(tmp_path / "no_grid_cost.csv"),
             "--tables",
             str(tables / "*_cost.csv"),
             "--config",
@@ -197,6 +199,8 @@ def test_nothing_to_read_is_an_error(gc, tmp_path, capsys):
             [
                 "--benchmarks",
                 str(tmp_path / "none"),
+                "--jobs",
+                str(tmp_path / "no_grid_cost.csv"),
                 "--tables",
                 str(tmp_path / "*.csv"),
             ]
@@ -211,3 +215,53 @@ def test_number_parsing(gc):
     assert gc._number("1e3") == 1000.0
     assert math.isnan(gc._number("NA")) and math.isnan(gc._number("-"))
     assert gc._number(7) == 7.0
+
+
+def test_before_after_maps_labels_to_keys(tmp_path, gc):
+    """Old cost tables (labels) beside new benchmark files (keys), job by job."""
+    bench = tmp_path / "benchmarks" / "fit" / "ads" / "l100"
+    for method, s, cpu in (("tcca", 100.0, 95.0), ("ssmvd", 50.0, 48.0)):
+        (bench / method).mkdir(parents=True)
+        (bench / method / "splitall.tsv").write_text(
+            HEADER + "\n" + _row(s, cpu) + "\n"
+        )
+    old = tmp_path / "ads_cost.csv"
+    old.write_text(
+        "Setting,Method,r,fit time (s),peak memory (MB),job time (s)\n"
+        "#labeled = 100,TCCA,5,1,1,80.0\n"
+        "#labeled = 100,SSMVD,5,1,1,6233.4\n"
+        "#labeled = 100,TCCA (uncentered),5,1,1,891.8\n"
+    )
+    config = {
+        "tables": {
+            "ads": {
+                "dataset": "ads",
+                "columns": [{"setting": "l100", "label": "#labeled = 100"}],
+            }
+        }
+    }
+    jobs = gc.read_benchmarks(tmp_path / "benchmarks")
+    both = gc.before_after(jobs, [old], config).set_index("method")
+    assert both.loc["ssmvd", "setting"] == "l100"
+    assert both.loc["ssmvd", "speedup"] == pytest.approx(6233.4 / 50.0)
+    assert bool(both.loc["tcca", "slower"]) and not bool(both.loc["ssmvd", "slower"])
+    # a job that no longer runs (post hoc) keeps its old time, with no new one
+    assert math.isnan(both.loc["tcca_nc", "after_s"])
+
+
+def test_reads_the_committed_per_job_table(gc, tmp_path, capsys):
+    """A fresh checkout has no benchmark files: the full run's grid_cost.csv (with
+    CPU times) is read, and its bounds printed."""
+    bench = tmp_path / "benchmarks" / "fit" / "ads" / "l100" / "tcca"
+    bench.mkdir(parents=True)
+    (bench / "splitall.tsv").write_text(HEADER + "\n" + _row(100.0, 95.0) + "\n")
+    table = tmp_path / "grid_cost.csv"
+    assert (
+        gc.main(["--benchmarks", str(tmp_path / "benchmarks"), "--csv", str(table)])
+        == 0
+    )
+    capsys.readouterr()
+    assert gc.main(["--benchmarks", str(tmp_path / "none"), "--jobs", str(table)]) == 0
+    out = capsys.readouterr().out
+    assert f"reading {table}" in out and "CPU 95.0 s" in out
+    assert "--cores 2: 100 s" in out  # the longest job bounds it

@@ -310,6 +310,33 @@ def test_the_checks_read_the_registry(wf_config):
         )
 
 
+def test_command_line_booleans_are_booleans(wf_config):
+    """`--config strict=true` arrives as the string 'true': boolean keys take it;
+    other strings stay errors, and non-boolean keys are left alone."""
+    import yaml
+
+    schema_path = REPO / "workflow" / "schemas" / "config.schema.yaml"
+    full = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    cfg = {**full, "strict": "true", "post_hoc": "False", "results_dir": "true"}
+    wf_config.check_schema(cfg, schema_path)
+    assert cfg["strict"] is True and cfg["post_hoc"] is False
+    assert cfg["results_dir"] == "true"  # a folder name, not a boolean
+    with pytest.raises(wf_config.ConfigError, match="invalid config: strict"):
+        wf_config.check_schema({**full, "strict": "yes please"}, schema_path)
+
+
+def test_post_hoc_methods_are_left_out_unless_asked_for(wf_config):
+    import yaml
+
+    full = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    default = wf_config.resolve_settings(copy.deepcopy(full))
+    assert "tcca_nc" not in default["secstr"]["84k"]["methods"]
+    assert "tcca" in default["secstr"]["84k"]["methods"]
+    asked = wf_config.resolve_settings({**copy.deepcopy(full), "post_hoc": True})
+    assert "tcca_nc" in asked["secstr"]["84k"]["methods"]
+    assert "post_hoc" in wf_config.RUN_KEYS  # it writes the published folder
+
+
 def test_dataset_shapes_come_from_the_specs(wf_config):
     from tcca_core.datasets import mfeat, nuswide
 

@@ -1,0 +1,141 @@
+"""Optimizer robustness of the TCCA/KTCCA cells (issue #19, item 2).
+
+Does a TCCA/KTCCA cell of the tables depend on how the CP decomposition was started?
+Each variant refits the cell through the pipeline's own fit jobs, with one solver
+setting changed by a configuration overlay in ``investigations/configs/`` (a reduced
+run: it writes ``results/<overlay name>/``, never the published folder):
+
+* ``warm_start``: each rank also starts from the previous rank's solution (the
+  warm start the pipeline used before issue #14), kept only where it lowers the
+  error;
+* ``more_starts``: ``n_init = 10`` starts at every rank, raced by successive
+  halving (the default's ``"auto"`` runs one start where ALS is expensive);
+* ``other_grid``: a different r grid (every tenth rank). Each rank is fitted on
+  its own (``fit_path``'s default), so its fit, and every accuracy at that rank,
+  must be the very same as in the published run: the column counts the ranks
+  whose accuracies differ at all.
+
+The published cell and each variant are selected exactly as the tables are
+(:func:`tcca_core.protocol.select`, reading (A): r on validation per split) and
+printed side by side with the change in points; a change of the mean beyond the
+larger of the two standard deviations over the splits is flagged. Commands::
+
+    snakemake --cores 2 --configfile investigations/configs/warm_start.yaml -- \\
+        results/warm_start/fits/ads/l100/tcca/splitall.csv ...
+    python investigations/optimizer_robustness.py ads/l100/tcca secstr/84k/tcca ...
+
+Every number comes from the fit files; nothing is typed by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tcca_core.protocol import select
+from tcca_core.registry import METHODS
+from tcca_core.reporting import format_pm
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Variant name -> what it changes (the overlay of the same name in configs/).
+VARIANTS = {
+    "warm_start": "warm-started rank path",
+    "more_starts": "n_init = 10",
+    "other_grid": "r grid 10, 20, ..., 300",
+}
+
+
+def read_fits(folder: Path, cell: str) -> pd.DataFrame | None:
+    """The per-split, per-r rows of one cell's fit job(s), or None."""
+    files = sorted((folder / "fits" / cell).glob("*.csv"))
+    if not files:
+        return None
+    return pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+
+
+def selected(df: pd.DataFrame) -> tuple[float, float]:
+    """Reading (A): mean and std (%) of the test accuracy, r chosen on validation."""
+    sel = select(df, by=["method"]).iloc[0]
+    return 100 * sel["acc_val_mean"], 100 * sel["acc_val_std"]
+
+
+def differing_ranks(base: pd.DataFrame, other: pd.DataFrame) -> tuple[int, int]:
+    """(ranks in common, ranks whose accuracies differ) between two runs of a cell."""
+    keys = ["split", "r", "params"]
+    cols = ["val_acc", "test_acc"]
+    a = base.dropna(subset=cols).set_index(keys)[cols]
+    b = other.dropna(subset=cols).set_index(keys)[cols]
+    common = a.index.intersection(b.index)
+    if common.empty:
+        return 0, 0
+    diff = (a.loc[common] != b.loc[common]).any(axis=1)
+    ranks = common.get_level_values("r")
+    return int(np.unique(ranks).size), int(np.unique(ranks[diff.to_numpy()]).size)
+
+
+def compare(cells, published: Path, variants: dict[str, Path]) -> pd.DataFrame:
+    """One row per cell: the published (A) and each variant's, with the change."""
+    rows = []
+    for cell in cells:
+        base = read_fits(published, cell)
+        if base is None:
+            raise SystemExit(f"no published fits for {cell} under {published}")
+        dataset, setting, method = cell.split("/")
+        mb, sb = selected(base)
+        row = {
+            "cell": f"{dataset} {setting}: {METHODS[method].label}",
+            "published (A)": format_pm(mb, sb),
+        }
+        for name, folder in variants.items():
+            other = read_fits(folder, cell)
+            label = VARIANTS.get(name, name)
+            if other is None:
+                row[label] = "not run"
+                continue
+            if name == "other_grid":
+                n, bad = differing_ranks(base, other)
+                row[label] = f"{bad} of {n} ranks differ"
+                continue
+            mv, sv = selected(other)
+            flag = " (beyond noise)" if abs(mv - mb) > max(sb, sv) else ""
+            row[label] = f"{format_pm(mv, sv)} ({mv - mb:+.2f}){flag}"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("cells", nargs="+", help="dataset/setting/method")
+    ap.add_argument("--published", default=str(ROOT / "results"))
+    ap.add_argument(
+        "--variants",
+        nargs="*",
+        default=list(VARIANTS),
+        help="variant names; their fits are read from results/<name>/",
+    )
+    out = ROOT / "investigations" / "results" / "optimizer_robustness.md"
+    ap.add_argument("--out", default=str(out))
+    args = ap.parse_args(argv)
+    published = Path(args.published)
+    folders = {v: published / v for v in args.variants}
+    table = compare(args.cells, published, folders)
+    text = (
+        "#### Optimizer robustness of the TCCA/KTCCA cells\n\n"
+        "Command: `python investigations/optimizer_robustness.py "
+        + " ".join(args.cells)
+        + "`, after the variants' fit jobs (module docstring). Reading (A); "
+        "the change is in points against the published cell.\n\n"
+        + table.to_markdown(index=False, disable_numparse=True)
+        + "\n"
+    )
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

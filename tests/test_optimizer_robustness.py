@@ -1,0 +1,65 @@
+"""investigations/optimizer_robustness.py on small real fit results (issue #19)."""
+
+import importlib.util
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tcca_core.protocol import make_splits, run_method
+
+REPO = Path(__file__).resolve().parents[1]
+CELL = "toy/s1/tcca"
+
+
+@pytest.fixture(scope="module")
+def robust():
+    spec = importlib.util.spec_from_file_location(
+        "optimizer_robustness", REPO / "investigations" / "optimizer_robustness.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _fits(make_views, **params) -> pd.DataFrame:
+    views, y = make_views(n=120, dims=(6, 7, 8), n_classes=3, seed=7)
+    splits = make_splits(y, n_labeled=30, n_splits=2, seed=0)
+    grid = {"eps": [1e-2], "max_iter": 30, "tol": 1e-4, **params}
+    r_grid = grid.pop("r_grid", [2, 3, 4])
+    return pd.concat(
+        [run_method(views, y, s, "tcca", r_grid=r_grid, params=grid) for s in splits],
+        ignore_index=True,
+    )
+
+
+def _write(folder: Path, df: pd.DataFrame) -> None:
+    out = folder / "fits" / CELL
+    out.mkdir(parents=True)
+    df.to_csv(out / "splitall.csv", index=False)
+
+
+def test_variants_side_by_side(tmp_path, make_views, robust):
+    published = tmp_path / "results"
+    base = _fits(make_views)
+    _write(published, base)
+    # another grid: the shared ranks are fitted alone, so they are identical
+    _write(published / "other_grid", _fits(make_views, r_grid=[3, 5]))
+    # a variant whose accuracies are shifted on purpose
+    shifted = base.copy()
+    shifted["test_acc"] = (shifted["test_acc"] - 0.2).clip(lower=0)
+    _write(published / "warm_start", shifted)
+    table = robust.compare(
+        [CELL],
+        published,
+        {v: published / v for v in ("warm_start", "more_starts", "other_grid")},
+    )
+    row = table.iloc[0]
+    assert row["r grid 10, 20, ..., 300"] == "0 of 1 ranks differ"  # r = 3
+    assert row["n_init = 10"] == "not run"
+    assert "(beyond noise)" in row["warm-started rank path"]
+    # a rank whose accuracy changed is counted
+    broken = _fits(make_views, r_grid=[3, 5])
+    broken.loc[broken["r"] == 3, "test_acc"] += 0.01
+    n, bad = robust.differing_ranks(base, broken)
+    assert (n, bad) == (1, 1)
