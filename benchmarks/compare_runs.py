@@ -135,6 +135,9 @@ def main(argv=None) -> int:
         "to this file (e.g. investigations/results/grid_rerun.md)",
     )
     parser.add_argument("--title", default="Tables before and after")
+    parser.add_argument(
+        "--before-name", help="how --out names the old run (default: its folder)"
+    )
     args = parser.parse_args(argv)
     table = compare(args.before, args.after)
     if table.empty:
@@ -153,7 +156,8 @@ def main(argv=None) -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(
             f"#### {args.title}\n\n"
-            f"Command: `python benchmarks/compare_runs.py BEFORE {args.after}`; "
+            "Command: `python benchmarks/compare_runs.py "
+            f"{args.before_name or args.before} {args.after}`; "
             "reading (A); within noise: the means differ by no more than the larger "
             "std.\n\n"
             f"{markdown}\n\nCells: {tally}.\n"

@@ -640,3 +640,26 @@ def test_kcca_runner_asks_for_the_grid_s_components_only(rng):
         r_grid = [2, 300]
 
     assert _kcca_components(_Big, Ks) == 7  # never above the kernels' rank
+
+
+@pytest.mark.parametrize("method", ["tcca", "ktcca"])
+def test_solver_start_options_reach_the_path(data, method, monkeypatch):
+    """warm_start and n_init are options of the TCCA/KTCCA grid points (issue #19's
+    robustness overlays): they reach fit_path and are recorded in the params."""
+    from tcca_core import KTCCA, TCCA
+
+    views, y, splits = data
+    cls = TCCA if method == "tcca" else KTCCA
+    seen = []
+    real = cls.fit_path
+
+    def spy(self, views, ranks, *, warm_start=False):
+        seen.append((warm_start, self.n_init))
+        return real(self, views, ranks, warm_start=warm_start)
+
+    monkeypatch.setattr(cls, "fit_path", spy)
+    params = {"eps": [1e-2], "warm_start": [True], "n_init": [3], "max_iter": 30}
+    kw = {"learner": "knn"} if method == "ktcca" else {}
+    df = run_method(views, y, splits[0], method, r_grid=[2, 3], params=params, **kw)
+    assert seen == [(True, 3)]
+    assert all(json.loads(p)["warm_start"] is True for p in df["params"])

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tcca_core import reproduction
+from tcca_core.registry import METHODS
 from tcca_core.reproduction import (
     build,
     deviations,
@@ -379,18 +380,29 @@ def test_investigations_follow_the_summary():
     """The sentences issue #19 found stale read the summary, and move with it."""
     text = _one_line(_rendered_investigations())
     assert "**[?:" not in text
-    # Ads: BSF is -1.53 from the paper, not "within 1 point"
-    assert "BSF and CAT are within the paper's 2 std (BSF -1.53 points" in text
-    # Ads: the reductions range from -0.63 to -5.55, not "3 to 7 points below"
-    assert "lands below the paper, from -0.63 (CCA (BST)) to -5.55 (TCCA) points" in (
-        text
+    s = _real_summary()
+
+    def diff(method):
+        return reproduction._summary_value(s, "ads", "l100", method, "diff")
+
+    # Ads: BSF's distance to the paper (-1.53 when issue #19 found "within 1 point")
+    assert (
+        f"BSF and CAT are within the paper's 2 std (BSF {diff('bsf'):+.2f} points"
+        in text
     )
-    # DSE/SSMVD on Ads: -4.15 and -3.91, not "6 to 7 points below"
-    assert "(DSE -4.15, SSMVD -3.91 points)" in text
+    # Ads: the reductions' range (issue #19 found "3 to 7 points below")
+    reductions = ("cca_bst", "cca_avg", "cca_ls", "dse", "ssmvd", "tcca")
+    hi = max(reductions, key=diff)
+    lo = min(reductions, key=diff)
+    assert (
+        f"lands below the paper, from {diff(hi):+.2f} ({METHODS[hi].label}) to "
+        f"{diff(lo):+.2f} ({METHODS[lo].label}) points"
+    ) in text
+    # DSE/SSMVD on Ads (issue #19 found "6 to 7 points below")
+    assert f"(DSE {diff('dse'):+.2f}, SSMVD {diff('ssmvd'):+.2f} points)" in text
     # centered and raw views do not "coincide" for CCA-LS: 64.44 vs 65.39
     assert "CCA-LS 64.44 ± 1.82 centered, 65.39 ± 1.12 raw" in text
     # another summary, other sentences
-    s = _real_summary()
     for rec in s["tables"]["ads"]["accuracy"]["val"]:
         if rec["method"] == "bsf":
             rec["mean"], rec["diff"] = 95.0, 95.0 - rec["paper_mean"]
@@ -458,15 +470,25 @@ def test_post_hoc_variant_is_apart_from_the_tables_and_the_verdicts(summary):
 
 def test_post_hoc_section_on_the_full_run():
     """SecStr 84K: above the paper's +2 std bound and level with the CCA family."""
-    text = build(_real_summary())
+    summary = _real_summary()
+    text = build(summary)
     section = _one_line(
         text.split("## Post hoc: TCCA on the raw (uncentered) views")[1]
     )
+
+    def value(method, field):
+        return reproduction._summary_value(summary, "secstr", "84k", method, field)
+
+    nc = value("tcca_nc", "mean")
+    family = [value(m, "mean") for m in ("cca_bst", "cca_avg", "cca_ls")]
+    # the numbers are the summary's, the words follow from them
+    assert nc > value("tcca", "upper") and min(family) <= nc <= max(family)
     assert (
-        "secstr, #unlabeled = 84K: TCCA (uncentered) 65.31 ± 0.87 (r per split "
-        "5/5/5/5/5); TCCA (centered) 56.22 ± 0.78; against the paper's TCCA "
-        "62.36 ± 1.27: above the paper's +2 std bound (64.90); level with the CCA "
-        "family (64.09 to 66.21, CCA (AVG) to CCA (BST))."
+        f"secstr, #unlabeled = 84K: TCCA (uncentered) {value('tcca_nc', 'pm')} (r per "
+        f"split {value('tcca_nc', 'r')}); TCCA (centered) {value('tcca', 'pm')}; "
+        f"against the paper's TCCA {value('tcca', 'paper_pm')}: above the paper's "
+        f"+2 std bound ({value('tcca', 'upper'):.2f}); level with the CCA family "
+        f"({min(family):.2f} to {max(family):.2f}, CCA (AVG) to CCA (BST))."
     ) in section
     assert "that is what pairwise information alone would give" in section
     assert "the raw third moment contains the pairwise covariances" in section

@@ -356,7 +356,7 @@ def _md_tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
         if (
             lines[i].startswith("|")
             and i + 1 < len(lines)
-            and lines[i + 1].startswith("|---")
+            and re.match(r"\|\s*:?-", lines[i + 1])  # "|---" or "|:---" (aligned)
         ):
 
             def cells(line):

@@ -265,7 +265,9 @@ def run_tcca(run: _Run, points):
         run,
         points,
         r_max,
-        lambda views, ranks, **kw: TCCA(**kw).fit_path(views, ranks),
+        lambda views, ranks, warm_start=False, **kw: TCCA(**kw).fit_path(
+            views, ranks, warm_start=warm_start
+        ),
         lambda: run.fit_data(range(run.m)),
         run.row_data(range(run.m)),
     )
@@ -279,8 +281,10 @@ def run_ktcca(run: _Run, points):
     N_fit = K[0]["fit"].shape[0]
     kernel_cost = _add_costs(*(k["cost"] for k in K))
 
-    def fit_path(Ks, ranks, **kw):
-        ests = KTCCA(kernel="precomputed", **kw).fit_path(Ks, ranks)
+    def fit_path(Ks, ranks, warm_start=False, **kw):
+        ests = KTCCA(kernel="precomputed", **kw).fit_path(
+            Ks, ranks, warm_start=warm_start
+        )
         for est in ests:  # the kernel matrices were computed by the protocol
             est.fit_seconds_ += kernel_cost["fit_s"]
         return ests
