@@ -499,6 +499,7 @@ def test_cache_shares_transductive_fits(data, method, fit_calls):
     for s in splits:
         run_method(views, y, s, method, cache=cache, **{**kw, "params": sub})
     assert len(calls) == 2 + 2 * len(splits)  # other rows in each split: refitted
+    assert len(cache) == 2  # and not stored: no other split or job can reuse them
 
 
 def test_uncentered_variants(data):
