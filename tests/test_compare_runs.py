@@ -1,22 +1,17 @@
 """benchmarks/compare_runs.py on two small synthetic runs' tables."""
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from _scripts import load_script
+
 HEADER = "Method,#l = 4,#l = 4 r,#l = 4 (paper),#l = 4 diff\n"
 
 
 @pytest.fixture(scope="module")
 def cr():
-    spec = importlib.util.spec_from_file_location(
-        "compare_runs", REPO / "benchmarks" / "compare_runs.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/compare_runs.py")
 
 
 def _run(folder: Path, rows: str) -> Path:

@@ -1,13 +1,13 @@
 """benchmarks/grid_cost.py on small synthetic benchmark files (no real run needed)."""
 
-import importlib.util
 import math
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from _scripts import load_script
+
 HEADER = (
     "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time"
 )
@@ -19,12 +19,7 @@ EXTENDED = (
 
 @pytest.fixture(scope="module")
 def gc():
-    spec = importlib.util.spec_from_file_location(
-        "grid_cost", REPO / "benchmarks" / "grid_cost.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/grid_cost.py")
 
 
 def _row(s, cpu, rss=100.0):

@@ -1,23 +1,16 @@
 """investigations/nuswide_cost.py: the scaling and the packing behind REPRODUCTION.md's
 NUS-WIDE estimate (issue #19), and its report from measured jobs."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from _scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def cost():
-    spec = importlib.util.spec_from_file_location(
-        "nuswide_cost", REPO / "investigations" / "nuswide_cost.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("investigations/nuswide_cost.py")
 
 
 def test_longest_first_packing(cost):

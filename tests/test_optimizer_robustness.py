@@ -1,25 +1,19 @@
 """investigations/optimizer_robustness.py on small real fit results (issue #19)."""
 
-import importlib.util
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from _scripts import load_script
 from tcca_core.protocol import make_splits, run_method
 
-REPO = Path(__file__).resolve().parents[1]
 CELL = "toy/s1/tcca"
 
 
 @pytest.fixture(scope="module")
 def robust():
-    spec = importlib.util.spec_from_file_location(
-        "optimizer_robustness", REPO / "investigations" / "optimizer_robustness.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("investigations/optimizer_robustness.py")
 
 
 def _fits(make_views, **params) -> pd.DataFrame:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import base64
 import copy
 import csv
-import importlib.util
 import io
 import json
 import os
@@ -33,6 +32,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from _scripts import load_script
 from _snakemake import REPO, SNAKEMAKE, snakemake, snakemake_env
 
 SNAKEFILE = REPO / "Snakefile"
@@ -41,13 +41,6 @@ FIXTURE_CONFIG = yaml.safe_load((REPO / ".test" / "config" / "config.yaml").read
 needs_snakemake = pytest.mark.skipif(
     SNAKEMAKE is None, reason="snakemake is not installed"
 )
-
-
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def snakemake_cmd(work: Path, *args) -> list[str]:
@@ -70,7 +63,7 @@ def make_workdir(work: Path, config: dict | None = None, mirror: bool = True) ->
         yaml.safe_dump(FIXTURE_CONFIG if config is None else config, sort_keys=False)
     )
     if mirror:
-        _load("make_fixture", REPO / ".test" / "make_fixture.py").write(work / "mirror")
+        load_script(".test/make_fixture.py").write(work / "mirror")
     return work
 
 

@@ -4,13 +4,13 @@ folder; nothing here reads ../shared or the repository's data/ and results/)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from _scripts import load_script
 from tcca_core.pipeline import jobs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -19,12 +19,7 @@ pytestmark = pytest.mark.usefixtures("single_blas_thread")
 
 
 def _fixture_writer():
-    spec = importlib.util.spec_from_file_location(
-        "make_fixture", REPO / ".test" / "make_fixture.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(".test/make_fixture.py")
 
 
 SPLIT_CFG = {

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from _scripts import load_script
 from _snakemake import REPO, SNAKEMAKE, snakemake
 from tcca_core.pipeline.config import ConfigError, run_location
 
@@ -34,14 +35,7 @@ FIXTURE_CONFIG = yaml.safe_load((REPO / ".test" / "config" / "config.yaml").read
 
 
 def _write_fixture(folder: Path) -> Path:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "make_fixture", REPO / ".test" / "make_fixture.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.write(folder)
+    return load_script(".test/make_fixture.py").write(folder)
 
 
 # ------------------------------------------------------------------ run_location

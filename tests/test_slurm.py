@@ -35,6 +35,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from _scripts import load_script
 from _snakemake import REPO, SNAKEMAKE, snakemake
 
 PROFILE = REPO / "profiles" / "slurm"
@@ -173,12 +174,7 @@ def slurm_resources() -> list[str]:
 
 
 def _load_fixture_writer():
-    spec = importlib.util.spec_from_file_location(
-        "make_fixture", REPO / ".test" / "make_fixture.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(".test/make_fixture.py")
 
 
 def _fixture_workdir(root: Path) -> Path:

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from _scripts import load_script
 from _snakemake import REPO, SNAKEMAKE, snakemake, snakemake_env
 
 pytestmark = pytest.mark.skipif(SNAKEMAKE is None, reason="snakemake is not installed")
@@ -165,12 +166,7 @@ def test_bad_config_fails_before_any_job(tmp_path, overlay, key):
 
 
 def _load_fixture_writer():
-    spec = importlib.util.spec_from_file_location(
-        "make_fixture", REPO / ".test" / "make_fixture.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(".test/make_fixture.py")
 
 
 @pytest.fixture(scope="module")

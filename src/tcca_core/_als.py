@@ -91,7 +91,6 @@ def init_factors(
     init,
     rng: np.random.Generator,
     *,
-    mode_grams: Callable[[], list[np.ndarray]] | None = None,
     hosvd: Callable[[], list[np.ndarray]] | None = None,
     power_iter: int | None = None,
 ) -> list[np.ndarray]:
@@ -108,11 +107,10 @@ def init_factors(
     engine holds the tensor.
 
     ``"hosvd"`` is the exact HOSVD (tensorly's ``init="svd"``): the leading
-    eigenvectors of T_(p) T_(p)^T, which ``mode_grams()`` returns for every mode
-    (the implicit engine computes them from Gram matrices, without unfolding T);
-    ``hosvd()``, if given, returns those bases already computed (:func:`hosvd_bases`
-    of the mode Grams; they do not depend on ``rank``, so a rank path computes them
-    once).
+    eigenvectors of T_(p) T_(p)^T, which ``hosvd()`` returns for every mode
+    (:func:`hosvd_bases` of the mode Gram matrices, which the implicit engine
+    computes without unfolding T; they do not depend on ``rank``, so a rank path
+    computes them once).
 
     Where ``rank > d_p``, or T_(p) has fewer numerically non-zero singular values
     than ``rank``, the missing columns are random (as tensorly does for r > d_p):
@@ -130,12 +128,9 @@ def init_factors(
                 f"{m} arrays, got {init!r}"
             )
         if init == "hosvd":
-            if hosvd is not None:
-                bases = hosvd()
-            elif mode_grams is not None:
-                bases = hosvd_bases(mode_grams())
-            else:
-                raise ValueError("init='hosvd' needs the tensor's mode Gram matrices")
+            if hosvd is None:
+                raise ValueError("init='hosvd' needs the tensor's HOSVD bases")
+            bases = hosvd()
         else:
             s = rank + OVERSAMPLE
             omega = [rng.standard_normal((d, s)) for d in dims]

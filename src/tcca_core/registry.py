@@ -194,6 +194,9 @@ class MethodSpec:
 
 
 _RUNNERS = "tcca_core.protocol.runners"
+#: The CP-ALS solver's options a TCCA/KTCCA grid point may set (``warm_start`` goes
+#: to ``fit_path``, the rest to the estimator).
+_SOLVER_OPTIONS = ("max_iter", "tol", "init", "n_init", "warm_start", "algorithm")
 _LIN, _KER = "linear", "kernel"
 
 #: Every method, in the paper's row order (linear methods, then kernel methods).
@@ -299,15 +302,7 @@ for _spec in (
         "TCCA",
         _LIN,
         {"eps": EPS_GRID_LINEAR},
-        extra=(
-            "max_iter",
-            "tol",
-            "init",
-            "n_init",
-            "warm_start",
-            "algorithm",
-            "center",
-        ),
+        extra=(*_SOLVER_OPTIONS, "center"),
         accepts_fit_views=True,
         group="tensor",
         style=("C3", "*", "-"),
@@ -320,7 +315,7 @@ for _spec in (
         "TCCA (uncentered)",
         _LIN,
         {"eps": EPS_GRID_LINEAR, "center": (False,)},
-        extra=("max_iter", "tol", "init", "n_init", "warm_start", "algorithm"),
+        extra=_SOLVER_OPTIONS,
         accepts_fit_views=True,
         paper=False,
         group="tensor",
@@ -376,16 +371,7 @@ for _spec in (
         "KTCCA",
         _KER,
         {"eps": EPS_GRID_KERNEL},
-        extra=(
-            "max_iter",
-            "tol",
-            "init",
-            "n_init",
-            "warm_start",
-            "algorithm",
-            "jitter",
-            "center",
-        ),
+        extra=(*_SOLVER_OPTIONS, "jitter", "center"),
         uses_kernels=True,
         group="tensor",
         style=("C3", "*", "-"),

@@ -160,16 +160,17 @@ class _Run:
         """
         if self.cache is None:
             return fit()
-        if rows is not None and not np.array_equal(rows, np.arange(self.N)):
+        transductive = rows is not None
+        if rows is None:
+            rows = self.fit
+        every = rows is None or np.array_equal(rows, np.arange(self.N))
+        if transductive and not every:
             return fit()
         if self.digest is None:
             self.digest = (
                 _fingerprint(self.views),
                 None if self.fit_views is None else _fingerprint(self.fit_views),
             )
-        if rows is None:
-            rows = self.fit
-        every = rows is None or np.array_equal(rows, np.arange(self.N))
         rows = (
             ("all", self.N)
             if every
