@@ -271,6 +271,7 @@ PROTOCOL_SETTINGS = (
     r"\b[35]\s+splits\b",  # the pipeline's 5 splits, the cheap investigations' 3
     r"\b(?:30|5)\s+draws\b",  # the BSF investigation's draws
     r"\b5-draw\b",
+    r"\b95\s*%",  # the confidence level of the variance investigation
     r"\b100\s+label(?:ed|s)\b",  # the protocol's labeled rows
     r"\bsections?\s+\d+(?:\s+and\s+\d+)?",  # baselines.md's sections
     r"\bitem\s+\d+",
