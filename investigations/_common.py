@@ -78,7 +78,21 @@ def write(rows: list[dict], title: str, notes: str, out: str | None, name: str):
         "| " + " | ".join(map(str, r)) + " |" for r in table.itertuples(index=False)
     ]
     text = f"#### {title}\n\n{notes.strip()}\n\n" + "\n".join(lines) + "\n"
-    path = Path(out) if out else RESULTS / f"{name}.md"
+    save(text, Path(out) if out else RESULTS / f"{name}.md")
+
+
+def save(text: str, path) -> None:
+    """Write an investigation's Markdown output (and show it)."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     print(text)
+
+
+def read_fits(folder: Path, cell: str) -> pd.DataFrame | None:
+    """The rows of one cell's fit job(s), ``folder/fits/<dataset>/<setting>/<method>/``
+    (one file per split or one for all), or None when there are none."""
+    files = sorted((Path(folder) / "fits" / cell).glob("*.csv"))
+    if not files:
+        return None
+    return pd.concat([pd.read_csv(f) for f in files], ignore_index=True)

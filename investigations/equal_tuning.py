@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _common import read_fits, save
 
 from tcca_core.protocol import accuracy_by_r, select, select_per_split
 from tcca_core.registry import METHODS
@@ -52,21 +53,13 @@ TUNED = ("cca_bst", "cca_avg", "cca_ls", "tcca", "tcca_nc")
 REJUDGED = (0, 1, 2, 3, 5)
 
 
-def read_fits(folder: Path, dataset: str, setting: str, method: str):
-    """The per-split, per-(eps, r) rows of one cell's fit job(s), or None."""
-    files = sorted((folder / "fits" / dataset / setting / method).glob("*.csv"))
-    if not files:
-        return None
-    return pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
-
-
 def joined(published: Path, overlay: Path, dataset: str, setting: str, method: str):
     """Published rows and the overlay's, one eps grid; None if the overlay lacks it.
 
     None too while the overlay has only some of the splits (a run in pieces).
     """
-    base = read_fits(published, dataset, setting, method)
-    more = read_fits(overlay, dataset, setting, method)
+    cell = f"{dataset}/{setting}/{method}"
+    base, more = read_fits(published, cell), read_fits(overlay, cell)
     if base is None or more is None:
         return None
     both = set(np.round(base["eps"].dropna(), 12)) & set(
@@ -275,9 +268,7 @@ def main(argv=None) -> int:
         + verdict.to_markdown(index=False, disable_numparse=True)
         + "\n"
     )
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text)
-    print(text)
+    save(text, args.out)
     return 0
 
 

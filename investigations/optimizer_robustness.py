@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _common import read_fits, save
 
 from tcca_core.protocol import select
 from tcca_core.registry import METHODS
@@ -46,14 +47,6 @@ VARIANTS = {
     "more_starts": "n_init = 10",
     "other_grid": "r grid 10, 20, ..., 300",
 }
-
-
-def read_fits(folder: Path, cell: str) -> pd.DataFrame | None:
-    """The per-split, per-r rows of one cell's fit job(s), or None."""
-    files = sorted((folder / "fits" / cell).glob("*.csv"))
-    if not files:
-        return None
-    return pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
 
 
 def selected(df: pd.DataFrame) -> tuple[float, float]:
@@ -131,9 +124,7 @@ def main(argv=None) -> int:
         + table.to_markdown(index=False, disable_numparse=True)
         + "\n"
     )
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text)
-    print(text)
+    save(text, args.out)
     return 0
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _common import read_fits, save
 from scipy import stats
 
 from tcca_core.protocol import select_per_split
@@ -63,13 +64,6 @@ PAIRS = (
 )
 
 
-def _split_rows(folder: Path, dataset: str, setting: str, method: str):
-    files = sorted((folder / "fits" / dataset / setting / method).glob("*.csv"))
-    if not files:
-        return None
-    return pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
-
-
 def check_same_splits(published: Path, draws: Path, dataset: str, setting: str) -> int:
     """How many leading splits the two runs share; SystemExit if they disagree."""
     a = json.loads((published / "splits" / dataset / f"{setting}.json").read_text())
@@ -90,10 +84,11 @@ def check_same_splits(published: Path, draws: Path, dataset: str, setting: str) 
 def per_draw(published: Path, draws: Path, dataset: str, setting: str, method: str):
     """Test accuracy (%) at the validation-selected r, per draw (index: draw)."""
     n_pub = check_same_splits(published, draws, dataset, setting)
-    base = _split_rows(published, dataset, setting, method)
+    cell = f"{dataset}/{setting}/{method}"
+    base = read_fits(published, cell)
     if base is None:
         return None
-    more = _split_rows(draws, dataset, setting, method)
+    more = read_fits(draws, cell)
     frames = [base[base["split"] < n_pub] if n_pub else base]
     if more is not None:
         frames.append(more[more["split"] >= n_pub])
@@ -247,9 +242,7 @@ def main(argv=None) -> int:
         + claim_verdicts(pairs).to_markdown(index=False, disable_numparse=True)
         + "\n"
     )
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text)
-    print(text)
+    save(text, args.out)
     return 0
 
 
