@@ -18,11 +18,14 @@ run: it writes ``results/<overlay name>/``, never the published folder):
 The published cell and each variant are selected exactly as the tables are
 (:func:`tcca_core.protocol.select`, reading (A): r on validation per split) and
 printed side by side with the change in points; a change of the mean beyond the
-larger of the two standard deviations over the splits is flagged. Commands::
+larger of the two standard deviations over the splits is flagged. A setting with its
+own r grid (mfeat's kernel2000 cells) is not changed by ``other_grid``; its column
+says so. Without cells named, every published TCCA/KTCCA cell is listed, and a cell
+whose variants have not been run says "not run". Commands::
 
     snakemake --cores 2 --configfile investigations/configs/warm_start.yaml -- \\
         results/warm_start/fits/ads/l100/tcca/splitall.csv ...
-    python investigations/optimizer_robustness.py ads/l100/tcca secstr/84k/tcca ...
+    python investigations/optimizer_robustness.py
 
 Every number comes from the fit files; nothing is typed by hand.
 """
@@ -72,6 +75,9 @@ def differing_ranks(base: pd.DataFrame, other: pd.DataFrame) -> tuple[int, int]:
 def compare(cells, published: Path, variants: dict[str, Path]) -> pd.DataFrame:
     """One row per cell: the published (A) and each variant's, with the change."""
     rows = []
+    # Numbers behind the summary lines: (cell, variant, change in points, beyond noise)
+    # for the started variants; (shared ranks, differing ranks) for other grids.
+    changes, ranks = [], [0, 0]
     for cell in cells:
         base = read_fits(published, cell)
         if base is None:
@@ -88,20 +94,67 @@ def compare(cells, published: Path, variants: dict[str, Path]) -> pd.DataFrame:
             if other is None:
                 row[label] = "not run"
                 continue
-            if name == "other_grid":
-                n, bad = differing_ranks(base, other)
-                row[label] = f"{bad} of {n} ranks differ"
-                continue
             mv, sv = selected(other)
             flag = " (beyond noise)" if abs(mv - mb) > max(sb, sv) else ""
-            row[label] = f"{format_pm(mv, sv)} ({mv - mb:+.2f}){flag}"
+            shown = f"{format_pm(mv, sv)} ({mv - mb:+.2f}){flag}"
+            if name != "other_grid":
+                changes.append((row["cell"], label, mv - mb, bool(flag)))
+            else:
+                if set(other["r"].dropna()) == set(base["r"].dropna()):
+                    row[label] = "same grid (the setting's own)"
+                    continue
+                # The solver is grid-free only if every shared rank gives the very
+                # same numbers; the selected cell may still move, because validation
+                # chooses among other candidates (a property of the grid, not the fit).
+                n, bad = differing_ranks(base, other)
+                ranks[0] += n
+                ranks[1] += bad
+                shown = f"{bad} of {n} shared ranks differ; selected "
+                shown += format_pm(mv, sv)
+            row[label] = shown
         rows.append(row)
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    table.attrs.update(changes=changes, ranks=tuple(ranks))
+    return table
+
+
+def summary_lines(table: pd.DataFrame, variant_cols: list[str]) -> str:
+    """What the table says in a few lines (the prose quotes them)."""
+    done = table[variant_cols].ne("not run").all(axis=1)
+    missing = ", ".join(table.loc[~done, "cell"]) or "none"
+    lines = [
+        f"- Cells with every variant run: {int(done.sum())} of {len(table)}. "
+        f"Not (fully) rerun: {missing}."
+    ]
+    changes = table.attrs.get("changes", [])
+    if changes:
+        cell, label, d, _ = max(changes, key=lambda c: abs(c[3]) * 1e9 + abs(c[2]))
+        beyond = sum(c[3] for c in changes)
+        lines.append(
+            f"- Started variants run: {len(changes)}; beyond noise: {beyond}; "
+            f"largest change: {d:+.2f} points ({cell}, {label})."
+        )
+    n, bad = table.attrs.get("ranks", (0, 0))
+    if n:
+        lines.append(f"- Other r grid: {bad} of {n} shared ranks differ.")
+    return "\n".join(lines)
+
+
+def published_cells(published: Path) -> list[str]:
+    """Every TCCA/KTCCA cell of the published run, as dataset/setting/method."""
+    return sorted(
+        "/".join(d.relative_to(published / "fits").parts)
+        for method in ("tcca", "ktcca")
+        for d in (published / "fits").glob(f"*/*/{method}")
+        if any(d.glob("*.csv"))
+    )
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("cells", nargs="+", help="dataset/setting/method")
+    ap.add_argument(
+        "cells", nargs="*", help="dataset/setting/method (default: every published one)"
+    )
     ap.add_argument("--published", default=str(ROOT / "results"))
     ap.add_argument(
         "--variants",
@@ -114,14 +167,18 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     published = Path(args.published)
     folders = {v: published / v for v in args.variants}
-    table = compare(args.cells, published, folders)
+    cells = args.cells or published_cells(published)
+    table = compare(cells, published, folders)
+    variant_cols = [VARIANTS.get(v, v) for v in args.variants]
     text = (
         "#### Optimizer robustness of the TCCA/KTCCA cells\n\n"
-        "Command: `python investigations/optimizer_robustness.py "
-        + " ".join(args.cells)
+        "Command: `python investigations/optimizer_robustness.py"
+        + "".join(" " + c for c in args.cells)
         + "`, after the variants' fit jobs (module docstring). Reading (A); "
         "the change is in points against the published cell.\n\n"
         + table.to_markdown(index=False, disable_numparse=True)
+        + "\n\n"
+        + summary_lines(table, variant_cols)
         + "\n"
     )
     save(text, args.out)

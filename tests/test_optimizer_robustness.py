@@ -49,11 +49,39 @@ def test_variants_side_by_side(tmp_path, make_views, robust):
         {v: published / v for v in ("warm_start", "more_starts", "other_grid")},
     )
     row = table.iloc[0]
-    assert row["r grid 10, 20, ..., 300"] == "0 of 1 ranks differ"  # r = 3
+    # r = 3 is shared; selection over {3, 5} is that of another candidate set
+    assert row["r grid 10, 20, ..., 300"].startswith("0 of 1 shared ranks differ; ")
     assert row["n_init = 10"] == "not run"
     assert "(beyond noise)" in row["warm-started rank path"]
+    cols = list(robust.VARIANTS.values())
+    lines = robust.summary_lines(table, cols)
+    assert "Cells with every variant run: 0 of 1." in lines  # n_init not run
+    assert "beyond noise: 1; largest change: -" in lines
+    assert "Other r grid: 0 of 1 shared ranks differ." in lines
     # a rank whose accuracy changed is counted
     broken = _fits(make_views, r_grid=[3, 5])
     broken.loc[broken["r"] == 3, "test_acc"] += 0.01
     n, bad = robust.differing_ranks(base, broken)
     assert (n, bad) == (1, 1)
+
+
+def test_same_grid_and_every_published_cell(tmp_path, make_views, robust):
+    published = tmp_path / "results"
+    base = _fits(make_views)
+    _write(published, base)
+    # a setting with its own r grid: the overlay leaves it unchanged, and says so
+    _write(published / "other_grid", base)
+    table = robust.compare([CELL], published, {"other_grid": published / "other_grid"})
+    assert table.iloc[0]["r grid 10, 20, ..., 300"] == "same grid (the setting's own)"
+    # without cells named, the script lists every published TCCA/KTCCA cell,
+    # and names those whose variants are missing
+    kernel = published / "fits" / "toy" / "s2" / "ktcca"
+    kernel.mkdir(parents=True)
+    base.assign(method="ktcca").to_csv(kernel / "splitall.csv", index=False)
+    (published / "fits" / "toy" / "s2" / "cca_bst").mkdir()
+    assert robust.published_cells(published) == ["toy/s1/tcca", "toy/s2/ktcca"]
+    out = tmp_path / "robust.md"
+    robust.main(["--published", str(published), "--out", str(out)])
+    text = out.read_text()
+    assert "Cells with every variant run: 0 of 2." in text
+    assert "toy s2: KTCCA" in text.split("Not (fully) rerun:")[1]
