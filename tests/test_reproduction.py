@@ -407,6 +407,32 @@ def test_equal_tuning_prose_matches_its_verdicts():
     assert float(ads["TCCA"][4].split()[0]) <= float(ads["CCA (BST)"][4].split()[0])
 
 
+def test_variance_prose_matches_its_intervals():
+    """The prose says "its 95 % interval lies below the paper's mean": true only while the
+    included output's upper bound is under the paper's mean, on both cells, over all
+    30 draws."""
+    assert "its 95 % interval lies below the paper's mean" in DOCS.read_text()
+    out = (REPO / "investigations" / "results" / "variance.md").read_text()
+    rows = [[c.strip() for c in x.strip("|").split("|")] for x in out.splitlines()]
+    for cell in ("secstr #unlabeled = 84K", "ads #labeled = 100"):
+        row = next(r for r in rows if r[:2] == [cell, "TCCA"])
+        assert row[2] == "30 of 30", row
+        upper = float(row[4].strip("[]").split(",")[1])
+        assert upper < float(row[6].split()[0]), row
+
+
+def test_robustness_prose_matches_its_table():
+    """The robustness prose says no started variant moved a cell beyond noise and no
+    shared rank changed with the grid: true only while the included output says so."""
+    text = DOCS.read_text()
+    out = (REPO / "investigations" / "results" / "optimizer_robustness.md").read_text()
+    assert "Neither warm starts nor ten starts moves a rerun cell beyond" in text
+    assert "beyond noise: 0;" in out
+    assert "(beyond noise)" not in out
+    assert "so no fit depends on the\ngrid" in text
+    assert "- Other r grid: 0 of " in out
+
+
 def test_investigations_follow_the_summary():
     """The sentences issue #19 found stale read the summary, and move with it."""
     text = _one_line(_rendered_investigations())
