@@ -397,13 +397,13 @@ def test_kcca_top_route_falls_back_to_the_svd(monkeypatch):
 
     Kp, Kq, _ = _centered_kernels(seed=1)
     svd_calls = []
-    real_svd = _cca._svd
+    real_svd = _cca.svd
 
     def svd(*args, **kwargs):
         svd_calls.append(1)
         return real_svd(*args, **kwargs)
 
-    monkeypatch.setattr(_cca, "_svd", svd)
+    monkeypatch.setattr(_cca, "svd", svd)
     monkeypatch.setattr(_cca, "_TOP_R_MIN_RATIO", 0.999)
     got = _cca.kcca_from_kernels(Kp, Kq, 5, eps=0.1)
     assert svd_calls

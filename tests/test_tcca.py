@@ -369,3 +369,26 @@ def test_path_equals_independent_fits_and_warm_start_is_valid(rng):
         assert est.reconstruction_errors_[-1] <= ref.reconstruction_errors_[-1] + 1e-9
     with pytest.raises(ValueError, match="warm_start needs"):
         TCCA(init=[np.ones((5, 1))] * 3).fit_path(views, ranks, warm_start=True)
+
+
+@pytest.mark.parametrize("dims", [(5, 7), (5, 6, 4)])
+def test_svd_that_does_not_converge_falls_back_to_gesvd(rng, dims, monkeypatch):
+    """LAPACK's gesdd (numpy's SVD) failed on a randomized HOSVD sketch of Ads' TCCA
+    tensor (a start of n_init = 10 at r = 300), which stopped the fit; the exact
+    two-view route takes an SVD too. With gesdd failing every time, TCCA falls back
+    to gesvd and gives the same fit."""
+    views = _views(rng, dims, N=300, latent=3)
+    kw = dict(init="svd", eps=1e-2, tol=1e-12, max_iter=2000, random_state=3)
+    want = TCCA(3, **kw).fit(views)
+    calls = []
+
+    def fails(*args, **kwargs):
+        calls.append(1)
+        raise np.linalg.LinAlgError("SVD did not converge")
+
+    monkeypatch.setattr(np.linalg, "svd", fails)
+    got = TCCA(3, **kw).fit(views)
+    assert calls
+    assert_allclose(got.weights_, want.weights_, rtol=1e-8)
+    for U, V in zip(got.factors_, want.factors_, strict=True):
+        assert_allclose(U, V, atol=1e-6)

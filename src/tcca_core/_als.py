@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._linalg import column_signs, fix_signs, numerical_rank
+from ._linalg import column_signs, fix_signs, numerical_rank, svd
 
 __all__ = [
     "CPResult",
@@ -138,7 +138,7 @@ def init_factors(
             n_power = POWER_ITER if power_iter is None else int(power_iter)
             for _ in range(1 + max(n_power, 0)):
                 for p in range(m):
-                    Q, sv, _ = np.linalg.svd(mttkrp(omega, p), full_matrices=False)
+                    Q, sv, _ = svd(mttkrp(omega, p))
                     svs[p] = sv
                     # the next modes are sketched with this basis (padded with
                     # fresh columns where the mode has fewer than s directions)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import scipy.linalg as sla
 import scipy.sparse as sp
 
 __all__ = [
@@ -22,7 +23,24 @@ __all__ = [
     "inv_sqrt_psd",
     "project",
     "singular_message",
+    "svd",
 ]
+
+
+def svd(A: np.ndarray, full_matrices: bool = False):
+    """Compute numpy's SVD (LAPACK gesdd), else the slower, more robust gesvd.
+
+    gesdd does not always converge: it happens on Ads' nearly rank-deficient
+    cross-covariances, and on some of the randomized HOSVD sketches of Ads' TCCA
+    tensor (a start of ``n_init = 10`` at r = 300). gesvd succeeds there. Every SVD
+    of the package goes through here.
+    """
+    try:
+        return np.linalg.svd(A, full_matrices=full_matrices)
+    except np.linalg.LinAlgError:
+        return sla.svd(
+            A, full_matrices=full_matrices, lapack_driver="gesvd", check_finite=False
+        )
 
 
 def column_signs(U: np.ndarray) -> np.ndarray:

@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ._linalg import svd
+
 # Per-rank progress of long rank paths (the pipeline's job logs show it).
 logger = logging.getLogger(__name__)
 
@@ -939,7 +941,7 @@ class MomentEngine:
                     for j in range(0, d2, J)
                 ]
             )
-        U, sv, Vt = np.linalg.svd(M, full_matrices=False)
+        U, sv, Vt = svd(M)
         norm_sq = float(np.sum(sv**2))
         rest = float(np.sum(sv[rank:] ** 2))
         err = np.sqrt(rest / norm_sq) if norm_sq > 0 else 0.0

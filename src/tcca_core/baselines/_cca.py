@@ -46,6 +46,7 @@ from .._linalg import (
     cross_covariance,
     inv_sqrt_psd,
     numerical_rank,
+    svd,
 )
 from .._multiview import MultiViewMixin
 from .._validation import (
@@ -108,20 +109,6 @@ def check_not_constant(views, name: str) -> None:
             )
 
 
-def _svd(T: np.ndarray, full_matrices: bool = False):
-    """Compute numpy's SVD (LAPACK gesdd), else the slower, more robust gesvd.
-
-    gesdd does not always converge (it happens on Ads' nearly rank-deficient
-    cross-covariances).
-    """
-    try:
-        return np.linalg.svd(T, full_matrices=full_matrices)
-    except np.linalg.LinAlgError:
-        return sla.svd(
-            T, full_matrices=full_matrices, lapack_driver="gesvd", check_finite=False
-        )
-
-
 def _check_two_views(views, name: str, **kw) -> list:
     views = check_views(views, **kw)
     if len(views) != 2:
@@ -177,7 +164,7 @@ def cca(
     r = r_max if n_components is None else check_n_components(n_components, r_max, why)
     Wp, Wq = inv_sqrt_psd(Cpp, eps, "view 0"), inv_sqrt_psd(Cqq, eps, "view 1")
     T = Wp @ Cpq @ Wq
-    U, s, Vt = _svd(T)
+    U, s, Vt = svd(T)
     signs = column_signs(U)  # a deterministic sign per component
     U, Vt = U * signs, Vt * signs[:, None]
     return {
@@ -447,7 +434,7 @@ def kcca_from_kernels(
     if n_components is not None and r <= _TOP_R_FRACTION * r_max:
         top = _top_singular(M, r)
     if top is None:
-        X, sig, Yt = _svd(M)
+        X, sig, Yt = svd(M)
         X, sig, Y = X[:, :r], sig[:r], Yt[:r].T
     else:
         X, sig, Y = top

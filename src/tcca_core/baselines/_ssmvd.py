@@ -106,7 +106,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 
-from .._linalg import column_signs
+from .._linalg import column_signs, svd
 from .._validation import Interval, validate_params
 from ._dse import (
     TRANSDUCTIVE_PARAMETER_CONSTRAINTS,
@@ -194,7 +194,7 @@ _POLAR_GRAM_MIN_RATIO = 1e-4
 
 def _polar_svd(M: np.ndarray) -> np.ndarray:
     """``U V^T`` from the thin SVD ``M = U S V^T`` (the B-step before issue #18)."""
-    U, _, Vt = np.linalg.svd(M, full_matrices=False)
+    U, _, Vt = svd(M)
     return U @ Vt
 
 
