@@ -128,7 +128,8 @@ def summary_lines(table: pd.DataFrame, variant_cols: list[str]) -> str:
     ]
     changes = table.attrs.get("changes", [])
     if changes:
-        cell, label, d, _ = max(changes, key=lambda c: abs(c[3]) * 1e9 + abs(c[2]))
+        # a change beyond noise first, then the largest
+        cell, label, d, _ = max(changes, key=lambda c: (c[3], abs(c[2])))
         beyond = sum(c[3] for c in changes)
         lines.append(
             f"- Started variants run: {len(changes)}; beyond noise: {beyond}; "

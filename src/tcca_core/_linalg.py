@@ -32,8 +32,8 @@ def svd(A: np.ndarray, full_matrices: bool = False):
 
     gesdd does not always converge: it happens on Ads' nearly rank-deficient
     cross-covariances, and on some of the randomized HOSVD sketches of Ads' TCCA
-    tensor (a start of ``n_init = 10`` at r = 300). gesvd succeeds there. Every SVD
-    of the package goes through here.
+    tensor (a start of ``n_init = 10`` at r = 300). gesvd succeeds there. Every dense
+    SVD of the package goes through here (DSE's truncated ARPACK one does not).
     """
     try:
         return np.linalg.svd(A, full_matrices=full_matrices)

@@ -103,7 +103,7 @@ from sklearn.base import BaseEstimator
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 
-from .._linalg import column_mean, covariance, fix_signs
+from .._linalg import column_mean, covariance, fix_signs, svd
 from .._validation import (
     Interval,
     Options,
@@ -223,7 +223,7 @@ def pca_scores(X, n_components: int, random_state=None) -> tuple[np.ndarray, boo
 
 def _orthonormal_basis(T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Left singular vectors of ``T`` for its numerically non-zero singular values."""
-    U, s, _ = np.linalg.svd(T, full_matrices=False)
+    U, s, _ = svd(T)
     keep = s > _RANK_RTOL * s[0] if s.size and s[0] > 0 else np.zeros(s.size, bool)
     return fix_signs(U[:, keep].copy()), s[keep]
 
