@@ -19,9 +19,11 @@ The published cell and each variant are selected exactly as the tables are
 (:func:`tcca_core.protocol.select`, reading (A): r on validation per split) and
 printed side by side with the change in points; a change of the mean beyond the
 larger of the two standard deviations over the splits is flagged. A setting with its
-own r grid (mfeat's kernel2000 cells) is not changed by ``other_grid``; its column
-says so. Without cells named, every published TCCA/KTCCA cell is listed, and a cell
-whose variants have not been run says "not run". Commands::
+own r grid in ``config/config.yaml`` (mfeat's kernel2000 cells) is not changed by
+``other_grid`` (it sets the top-level grid only): its column says so, and its refit,
+which would repeat the published jobs, is not needed. Without cells named, every
+published TCCA/KTCCA cell is listed, and a cell whose variants have not been run
+says "not run". Commands::
 
     snakemake --cores 2 --configfile investigations/configs/warm_start.yaml -- \\
         results/warm_start/fits/ads/l100/tcca/splitall.csv ...
@@ -37,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 from _common import read_fits, save
 
 from tcca_core.protocol import select
@@ -50,6 +53,7 @@ VARIANTS = {
     "more_starts": "n_init = 10",
     "other_grid": "r grid 10, 20, ..., 300",
 }
+SAME_GRID = "same grid (the setting's own)"
 
 
 def selected(df: pd.DataFrame) -> tuple[float, float]:
@@ -72,8 +76,24 @@ def differing_ranks(base: pd.DataFrame, other: pd.DataFrame) -> tuple[int, int]:
     return int(np.unique(ranks).size), int(np.unique(ranks[diff.to_numpy()]).size)
 
 
-def compare(cells, published: Path, variants: dict[str, Path]) -> pd.DataFrame:
-    """One row per cell: the published (A) and each variant's, with the change."""
+def own_grid_settings(config: Path) -> set[str]:
+    """``dataset/setting`` of every setting that fixes its own r grid in ``config``."""
+    cfg = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
+    return {
+        f"{dataset}/{setting}"
+        for dataset, dcfg in cfg["datasets"].items()
+        for setting, scfg in (dcfg.get("settings") or {}).items()
+        if "r_grid" in scfg
+    }
+
+
+def compare(
+    cells, published: Path, variants: dict[str, Path], own_grid=frozenset()
+) -> pd.DataFrame:
+    """One row per cell: the published (A) and each variant's, with the change.
+
+    ``own_grid``: ``dataset/setting`` of the settings that keep their own r grid, which
+    the ``other_grid`` variant leaves unchanged."""
     rows = []
     # Numbers behind the summary lines: (cell, variant, change in points, beyond noise)
     # for the started variants; (shared ranks, differing ranks) for other grids.
@@ -91,6 +111,9 @@ def compare(cells, published: Path, variants: dict[str, Path]) -> pd.DataFrame:
         for name, folder in variants.items():
             other = read_fits(folder, cell)
             label = VARIANTS.get(name, name)
+            if name == "other_grid" and f"{dataset}/{setting}" in own_grid:
+                row[label] = SAME_GRID
+                continue
             if other is None:
                 row[label] = "not run"
                 continue
@@ -101,7 +124,7 @@ def compare(cells, published: Path, variants: dict[str, Path]) -> pd.DataFrame:
                 changes.append((row["cell"], label, mv - mb, bool(flag)))
             else:
                 if set(other["r"].dropna()) == set(base["r"].dropna()):
-                    row[label] = "same grid (the setting's own)"
+                    row[label] = SAME_GRID
                     continue
                 # The solver is grid-free only if every shared rank gives the very
                 # same numbers; the selected cell may still move, because validation
@@ -165,11 +188,16 @@ def main(argv=None) -> int:
     )
     out = ROOT / "investigations" / "results" / "optimizer_robustness.md"
     ap.add_argument("--out", default=str(out))
+    ap.add_argument(
+        "--config",
+        default=str(ROOT / "config" / "config.yaml"),
+        help="the published configuration (settings with their own r grid)",
+    )
     args = ap.parse_args(argv)
     published = Path(args.published)
     folders = {v: published / v for v in args.variants}
     cells = args.cells or published_cells(published)
-    table = compare(cells, published, folders)
+    table = compare(cells, published, folders, own_grid_settings(args.config))
     variant_cols = [VARIANTS.get(v, v) for v in args.variants]
     text = (
         "#### Optimizer robustness of the TCCA/KTCCA cells\n\n"

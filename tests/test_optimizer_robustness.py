@@ -73,6 +73,20 @@ def test_same_grid_and_every_published_cell(tmp_path, make_views, robust):
     _write(published / "other_grid", base)
     table = robust.compare([CELL], published, {"other_grid": published / "other_grid"})
     assert table.iloc[0]["r grid 10, 20, ..., 300"] == "same grid (the setting's own)"
+    # known from the configuration, it needs no refit
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "datasets:\n  toy:\n    settings:\n"
+        "      s1: {learner: knn, r_grid: [2, 3, 4]}\n      s2: {learner: knn}\n"
+    )
+    assert robust.own_grid_settings(config) == {"toy/s1"}
+    table = robust.compare(
+        [CELL], published, {"other_grid": tmp_path / "none"}, {"toy/s1"}
+    )
+    assert table.iloc[0]["r grid 10, 20, ..., 300"] == "same grid (the setting's own)"
+    assert "Cells with every variant run: 1 of 1." in robust.summary_lines(
+        table, ["r grid 10, 20, ..., 300"]
+    )
     # without cells named, the script lists every published TCCA/KTCCA cell,
     # and names those whose variants are missing
     kernel = published / "fits" / "toy" / "s2" / "ktcca"
