@@ -64,10 +64,11 @@ def selected(df: pd.DataFrame) -> tuple[float, float]:
 
 def differing_ranks(base: pd.DataFrame, other: pd.DataFrame) -> tuple[int, int]:
     """(ranks in common, ranks whose accuracies differ) between two runs of a cell."""
-    keys = ["split", "r", "params"]
     cols = ["val_acc", "test_acc"]
-    a = base.dropna(subset=cols).set_index(keys)[cols]
-    b = other.dropna(subset=cols).set_index(keys)[cols]
+    # A row is a split, a rank, the method's parameters and the learner's (kNN's k,
+    # RLS's gamma: one row each); NaN (no such parameter) is its own value.
+    keys = [c for c in _ROW_KEYS if c in base.columns and c in other.columns]
+    a, b = (_indexed(df, keys, cols) for df in (base, other))
     common = a.index.intersection(b.index)
     if common.empty:
         return 0, 0
@@ -85,6 +86,20 @@ def own_grid_settings(config: Path) -> set[str]:
         for setting, scfg in (dcfg.get("settings") or {}).items()
         if "r_grid" in scfg
     }
+
+
+_ROW_KEYS = ("split", "r", "params", "k", "gamma", "view", "pair")
+
+
+def _indexed(df: pd.DataFrame, keys: list[str], cols: list[str]) -> pd.DataFrame:
+    df = df.dropna(subset=cols).copy()
+    for c in keys:
+        numeric = pd.api.types.is_numeric_dtype(df[c])
+        df[c] = df[c].astype(float).fillna(-1.0) if numeric else df[c].fillna("")
+    out = df.set_index(keys)[cols]
+    if not out.index.is_unique:
+        raise SystemExit(f"fit rows are not unique by {keys}: cannot compare runs")
+    return out
 
 
 def compare(

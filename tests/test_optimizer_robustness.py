@@ -63,6 +63,12 @@ def test_variants_side_by_side(tmp_path, make_views, robust):
     broken.loc[broken["r"] == 3, "test_acc"] += 0.01
     n, bad = robust.differing_ranks(base, broken)
     assert (n, bad) == (1, 1)
+    # one row per learner parameter (kNN's k): rows are told apart by it
+    per_k = pd.concat([base.assign(k=1, gamma=None), base.assign(k=3, gamma=None)])
+    changed = per_k.copy()
+    changed.loc[(changed["k"] == 3) & (changed["r"] == 4), "test_acc"] += 0.01
+    assert robust.differing_ranks(per_k, per_k) == (3, 0)
+    assert robust.differing_ranks(per_k, changed) == (3, 1)
 
 
 def test_same_grid_and_every_published_cell(tmp_path, make_views, robust):
