@@ -18,12 +18,12 @@ run: it writes ``results/<overlay name>/``, never the published folder):
 The published cell and each variant are selected exactly as the tables are
 (:func:`tcca_core.protocol.select`, reading (A): r on validation per split) and
 printed side by side with the change in points; a change of the mean beyond the
-larger of the two standard deviations over the splits is flagged. A setting with its
-own r grid in ``config/config.yaml`` (mfeat's kernel2000 cells) is not changed by
-``other_grid`` (it sets the top-level grid only): its column says so, and its refit,
-which would repeat the published jobs, is not needed. Without cells named, every
-published TCCA/KTCCA cell is listed, and a cell whose variants have not been run
-says "not run". Commands::
+larger of the two standard deviations over the splits is flagged. A setting whose r
+grid the ``other_grid`` overlay leaves unchanged (mfeat's kernel2000 cells keep their
+own; resolved as the pipeline resolves ``config/config.yaml`` with the overlay) says
+so, and needs no refit, which would only repeat the published jobs. Without cells
+named, every published TCCA/KTCCA cell is listed, and a cell whose variants have not
+been run says "not run". Commands::
 
     snakemake --cores 2 --configfile investigations/configs/warm_start.yaml -- \\
         results/warm_start/fits/ads/l100/tcca/splitall.csv ...
@@ -35,13 +35,16 @@ Every number comes from the fit files; nothing is typed by hand.
 from __future__ import annotations
 
 import argparse
+import copy
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import yaml
 from _common import read_fits, save
+from snakemake.utils import update_config
 
+from tcca_core.pipeline.config import r_grid_of, resolve_settings
 from tcca_core.protocol import select
 from tcca_core.registry import METHODS
 from tcca_core.reporting import format_pm
@@ -54,6 +57,9 @@ VARIANTS = {
     "other_grid": "r grid 10, 20, ..., 300",
 }
 SAME_GRID = "same grid (the setting's own)"
+#: What tells two rows of a fit file apart: a split, a rank, the method's parameters
+#: and the learner's (kNN's k, RLS's gamma: one row each).
+_ROW_KEYS = ("split", "r", "params", "k", "gamma", "view", "pair")
 
 
 def selected(df: pd.DataFrame) -> tuple[float, float]:
@@ -65,8 +71,6 @@ def selected(df: pd.DataFrame) -> tuple[float, float]:
 def differing_ranks(base: pd.DataFrame, other: pd.DataFrame) -> tuple[int, int]:
     """(ranks in common, ranks whose accuracies differ) between two runs of a cell."""
     cols = ["val_acc", "test_acc"]
-    # A row is a split, a rank, the method's parameters and the learner's (kNN's k,
-    # RLS's gamma: one row each); NaN (no such parameter) is its own value.
     keys = [c for c in _ROW_KEYS if c in base.columns and c in other.columns]
     a, b = (_indexed(df, keys, cols) for df in (base, other))
     common = a.index.intersection(b.index)
@@ -77,21 +81,23 @@ def differing_ranks(base: pd.DataFrame, other: pd.DataFrame) -> tuple[int, int]:
     return int(np.unique(ranks).size), int(np.unique(ranks[diff.to_numpy()]).size)
 
 
-def own_grid_settings(config: Path) -> set[str]:
-    """``dataset/setting`` of every setting that fixes its own r grid in ``config``."""
-    cfg = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
+def grid_unchanged(config: Path, overlay: Path) -> set[str]:
+    """``dataset/setting`` of every setting whose r grid ``overlay`` leaves as it is
+    in ``config`` (merged as ``snakemake --configfile`` merges an overlay)."""
+    base = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
+    merged = copy.deepcopy(base)
+    update_config(merged, yaml.safe_load(Path(overlay).read_text(encoding="utf-8")))
+    before, after = resolve_settings(base), resolve_settings(merged)
     return {
         f"{dataset}/{setting}"
-        for dataset, dcfg in cfg["datasets"].items()
-        for setting, scfg in (dcfg.get("settings") or {}).items()
-        if "r_grid" in scfg
+        for dataset, settings in before.items()
+        for setting, s in settings.items()
+        if r_grid_of(s) == r_grid_of(after[dataset][setting])
     }
 
 
-_ROW_KEYS = ("split", "r", "params", "k", "gamma", "view", "pair")
-
-
 def _indexed(df: pd.DataFrame, keys: list[str], cols: list[str]) -> pd.DataFrame:
+    # NaN (no such parameter, e.g. gamma for kNN) is a value of its own
     df = df.dropna(subset=cols).copy()
     for c in keys:
         numeric = pd.api.types.is_numeric_dtype(df[c])
@@ -103,12 +109,12 @@ def _indexed(df: pd.DataFrame, keys: list[str], cols: list[str]) -> pd.DataFrame
 
 
 def compare(
-    cells, published: Path, variants: dict[str, Path], own_grid=frozenset()
+    cells, published: Path, variants: dict[str, Path], same_grid=frozenset()
 ) -> pd.DataFrame:
     """One row per cell: the published (A) and each variant's, with the change.
 
-    ``own_grid``: ``dataset/setting`` of the settings that keep their own r grid, which
-    the ``other_grid`` variant leaves unchanged."""
+    ``same_grid``: ``dataset/setting`` of the settings whose r grid the
+    ``other_grid`` variant leaves unchanged (:func:`grid_unchanged`)."""
     rows = []
     # Numbers behind the summary lines: (cell, variant, change in points, beyond noise)
     # for the started variants; (shared ranks, differing ranks) for other grids.
@@ -126,7 +132,7 @@ def compare(
         for name, folder in variants.items():
             other = read_fits(folder, cell)
             label = VARIANTS.get(name, name)
-            if name == "other_grid" and f"{dataset}/{setting}" in own_grid:
+            if name == "other_grid" and f"{dataset}/{setting}" in same_grid:
                 row[label] = SAME_GRID
                 continue
             if other is None:
@@ -206,13 +212,15 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--config",
         default=str(ROOT / "config" / "config.yaml"),
-        help="the published configuration (settings with their own r grid)",
+        help="the published configuration (to tell which r grids other_grid keeps)",
     )
     args = ap.parse_args(argv)
     published = Path(args.published)
     folders = {v: published / v for v in args.variants}
     cells = args.cells or published_cells(published)
-    table = compare(cells, published, folders, own_grid_settings(args.config))
+    overlay = ROOT / "investigations" / "configs" / "other_grid.yaml"
+    same = grid_unchanged(args.config, overlay) if "other_grid" in folders else set()
+    table = compare(cells, published, folders, same)
     variant_cols = [VARIANTS.get(v, v) for v in args.variants]
     text = (
         "#### Optimizer robustness of the TCCA/KTCCA cells\n\n"

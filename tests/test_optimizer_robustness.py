@@ -79,13 +79,20 @@ def test_same_grid_and_every_published_cell(tmp_path, make_views, robust):
     _write(published / "other_grid", base)
     table = robust.compare([CELL], published, {"other_grid": published / "other_grid"})
     assert table.iloc[0]["r grid 10, 20, ..., 300"] == "same grid (the setting's own)"
-    # known from the configuration, it needs no refit
-    config = tmp_path / "config.yaml"
+    # known from the configuration and the overlay, it needs no refit
+    config, overlay = tmp_path / "config.yaml", tmp_path / "overlay.yaml"
+    setting = "{learner: knn, methods: {tcca: {eps: [0.01]}}"
     config.write_text(
-        "datasets:\n  toy:\n    settings:\n"
-        "      s1: {learner: knn, r_grid: [2, 3, 4]}\n      s2: {learner: knn}\n"
+        "datasets:\n  mfeat:\n    settings:\n"
+        f"      s1: {setting}, r_grid: [2, 3, 4]}}\n      s2: {setting}}}\n"
+        "tables: {}\n"
     )
-    assert robust.own_grid_settings(config) == {"toy/s1"}
+    overlay.write_text("r_grid: [3, 5]\n")
+    assert robust.grid_unchanged(config, overlay) == {"mfeat/s1"}
+    overlay.write_text(
+        "r_grid: [3, 5]\ndatasets: {mfeat: {settings: {s1: {r_grid: [4]}}}}\n"
+    )
+    assert robust.grid_unchanged(config, overlay) == set()
     table = robust.compare(
         [CELL], published, {"other_grid": tmp_path / "none"}, {"toy/s1"}
     )
