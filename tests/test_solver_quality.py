@@ -237,3 +237,65 @@ def test_als_resumed_in_bursts_equals_one_run(rng):
     assert_allclose(part.errors, whole.errors, rtol=1e-12)
     for a, b in zip(part.factors, whole.factors):
         assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def _poisoned(mttkrp, after):
+    """An MTTKRP that overflows from sweep ``after + 1`` on (a degenerate fit)."""
+    state = {"sweeps": 0}
+
+    def poisoned(factors, p):
+        B = mttkrp(factors, p)
+        return np.full_like(B, np.inf) if state["sweeps"] >= after else B
+
+    def callback(n_iter, err):
+        state["sweeps"] = n_iter
+
+    return poisoned, callback
+
+
+def test_a_diverging_als_keeps_the_last_finite_iterate(rng):
+    """An overflow must not reach the projections: found on Ads (uncentered TCCA)."""
+    views = _planted(rng, N=500, dims=(6, 5, 4))
+    Y = [_whiten(X, 1e-2) for X in views]
+    N = len(Y[0])
+
+    def mttkrp(factors, p):
+        H = np.ones((N, factors[0].shape[1]))
+        for q, (Yq, U) in enumerate(zip(Y, factors)):
+            if q != p:
+                H *= Yq @ U
+        return Y[p].T @ H / N
+
+    norm_sq = float(np.sum(np.einsum("ni,nj,nk->ijk", *Y) ** 2)) / N**2
+    U0 = [rng.standard_normal((Yp.shape[1], 3)) for Yp in Y]
+    clean = cp_als(mttkrp, norm_sq, U0, max_iter=6, tol=0, linesearch=False)
+    poisoned, callback = _poisoned(mttkrp, after=6)
+    with np.errstate(all="ignore"):
+        res = cp_als(
+            poisoned, norm_sq, U0, max_iter=50, tol=0, linesearch=False,
+            callback=callback,
+        )  # fmt: skip
+    assert res.diverged and not res.converged
+    assert res.n_iter == 6 and res.errors == clean.errors
+    for a, b in zip(res.factors, clean.factors):
+        assert np.array_equal(a, b)
+    assert not clean.diverged
+
+
+def test_tcca_warns_when_als_diverges_and_stays_finite(rng, monkeypatch):
+    import tcca_core._als as als
+
+    real = als.cp_als
+
+    def cp_als_overflowing(mttkrp, norm_sq, init=None, **kw):
+        poisoned, callback = _poisoned(mttkrp, after=3)
+        with np.errstate(all="ignore"):
+            return real(poisoned, norm_sq, init, callback=callback, **kw)
+
+    monkeypatch.setattr(als, "cp_als", cp_als_overflowing)
+    views = _planted(rng, N=400, dims=(6, 5, 4))
+    with pytest.warns(ConvergenceWarning, match="diverged"):
+        est = TCCA(2, init="hosvd", n_init=1, algorithm="implicit").fit(views)
+    assert not est.converged_ and est.n_iter_ == 3
+    assert all(np.all(np.isfinite(W)) for W in est.projections_)
+    assert np.all(np.isfinite(est.transform(views)))

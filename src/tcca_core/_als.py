@@ -66,6 +66,9 @@ class CPResult:
     n_jumps: int = 0
     #: the line search's and the stopping rule's state, to resume the run
     state: tuple = (2.0, 0, 0)
+    #: a sweep overflowed (a degenerate fit whose factors grow without bound):
+    #: the factors are the last finite iterate, and resuming cannot help
+    diverged: bool = False
 
 
 def hosvd_bases(grams: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -254,7 +257,7 @@ def cp_als(
     m = len(factors)
     r = factors[0].shape[1]
     grams = [U.T @ U for U in factors]
-    converged = False
+    converged = diverged = False
     for iteration in range(n_iter, max_iter):
         n_iter = iteration + 1
         before = factors
@@ -268,6 +271,11 @@ def cp_als(
             factors[p] = np.linalg.solve(V.T, B.T).T
             grams[p] = factors[p].T @ factors[p]
         err = _error(norm_sq, B, factors, grams)
+        if not (np.isfinite(err) and all(np.all(np.isfinite(g)) for g in grams)):
+            # a NaN iterate would reach the projections unnoticed; keep the last
+            # finite one and say so
+            factors, n_iter, diverged = before, iteration, True
+            break
         if linesearch and iteration >= 1 and err > 0:
             step = n_iter ** (1.0 / acc_pow)
             jump = [U + step * (U - U0) for U, U0 in zip(factors, before, strict=True)]
@@ -291,16 +299,27 @@ def cp_als(
             converged = True
             break
     state = (acc_pow, acc_fail, streak)
-    return CPResult(np.ones(r), factors, n_iter, converged, errors, n_jumps, state)
+    return CPResult(
+        np.ones(r), factors, n_iter, converged, errors, n_jumps, state, diverged
+    )
 
 
-def convergence_message(name: str, errors: Sequence[float], tol: float) -> str:
-    """Word the ConvergenceWarning of a fit that ran out of sweeps.
+def convergence_message(
+    name: str, errors: Sequence[float], tol: float, diverged: bool = False
+) -> str:
+    """Word the ConvergenceWarning of a fit that ran out of sweeps or diverged.
 
     It says how far the error still moved, so that a user can judge whether more
     sweeps matter.
     """
     n = len(errors)
+    if diverged:
+        last = f"{errors[-1]:.6g}" if errors else "n/a"
+        return (
+            f"{name}: ALS diverged after {n} sweeps (the factors overflowed, a "
+            f"degenerate CP fit); the last finite iterate is kept (relative error "
+            f"{last}); a larger eps or another init may avoid it"
+        )
     w = min(WINDOW, n - 1)
     moved = (errors[-1 - w] - errors[-1]) / max(errors[-1], 1e-300) if w > 0 else 0.0
     return (

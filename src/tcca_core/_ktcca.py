@@ -323,9 +323,12 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
         self.n_views_ = len(out["kernels"])
         self.n_train_ = out["factors"][0].shape[0]
         self.fit_seconds_ = out["fit_seconds"]
-        if not self.converged_ and self.tol > 0:
+        diverged = out.get("diverged", False)
+        if diverged or (not self.converged_ and self.tol > 0):
             warnings.warn(
-                convergence_message("KTCCA", self.reconstruction_errors_, self.tol),
+                convergence_message(
+                    "KTCCA", self.reconstruction_errors_, self.tol, diverged
+                ),
                 ConvergenceWarning,
                 stacklevel=3,
             )

@@ -366,9 +366,12 @@ class TCCA(
         self.start_errors_ = out["start_errors"]
         self.fit_seconds_ = out["fit_seconds"]
         self.n_features_in_ = [W.shape[0] for W in self.projections_]
-        if not self.converged_ and self.tol > 0:
+        diverged = out.get("diverged", False)
+        if diverged or (not self.converged_ and self.tol > 0):
             warnings.warn(
-                convergence_message("TCCA", self.reconstruction_errors_, self.tol),
+                convergence_message(
+                    "TCCA", self.reconstruction_errors_, self.tol, diverged
+                ),
                 ConvergenceWarning,
                 stacklevel=3,
             )

@@ -1005,6 +1005,7 @@ class MomentEngine:
             init_factors(self.mttkrp, self.dims, rank, st, rng, hosvd=self.hosvd_bases)
             for st in starts
         ]
+        diverged = False
         if self.name == "tensorly":  # the reference: every start run in full
             fits = [self._tensorly(rank, U0, max_iter, tol, linesearch) for U0 in U0s]
             start_errors = [f[4][-1] if f[4] else np.inf for f in fits]
@@ -1014,6 +1015,7 @@ class MomentEngine:
             k, res, start_errors = self._race(U0s, max_iter, tol, linesearch)
             fit = (res.weights, res.factors, res.n_iter, res.converged, res.errors)
             best = (k, labels[k], fit)
+            diverged = res.diverged
         _, label, (weights, factors, n_iter, converged, errors) = best
         weights, factors = normalize_cp(weights, factors)
         info = {
@@ -1021,6 +1023,7 @@ class MomentEngine:
             "init": label,
             "n_iter": n_iter,
             "converged": converged,
+            "diverged": diverged,
             "errors": errors,
             "start_errors": start_errors,
         }
@@ -1050,24 +1053,27 @@ class MomentEngine:
                 resume=resume,
             )
 
+        def last(res):  # a start that diverged on its first sweep has no error
+            return res.errors[-1] if res.errors else np.inf
+
         if len(U0s) == 1:
             res = run(U0s[0])
-            return 0, res, [res.errors[-1] if res.errors else np.inf]
+            return 0, res, [last(res)]
         burst = 2 * WINDOW
         pool = {i: run(U0, upto=min(burst, max_iter)) for i, U0 in enumerate(U0s)}
         start_errors = [np.inf] * len(U0s)
         while len(pool) > 1:
-            order = sorted(pool, key=lambda i: (pool[i].errors[-1], i))
+            order = sorted(pool, key=lambda i: (last(pool[i]), i))
             for i in order[(len(order) + 1) // 2 :]:
-                start_errors[i] = pool.pop(i).errors[-1]
+                start_errors[i] = last(pool.pop(i))
             burst *= 2
             for i, res in pool.items():
-                if not res.converged and res.n_iter < max_iter:
+                if not (res.converged or res.diverged) and res.n_iter < max_iter:
                     pool[i] = run(resume=res, upto=min(res.n_iter + burst, max_iter))
         ((k, res),) = pool.items()
-        if not res.converged and res.n_iter < max_iter:
+        if not (res.converged or res.diverged) and res.n_iter < max_iter:
             res = run(resume=res)
-        start_errors[k] = res.errors[-1]
+        start_errors[k] = last(res)
         return k, res, start_errors
 
     def _tensorly(self, rank, U0, max_iter, tol, linesearch):
