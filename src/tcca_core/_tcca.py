@@ -280,7 +280,9 @@ class TCCA(
     n_iter_ : int
         ALS sweeps of the kept start (0 with two views).
     converged_ : bool
-        Whether the kept start met ``tol`` before ``max_iter``.
+        Whether the kept start met ``tol`` before ``max_iter``. False too when
+        its ALS diverged (the factors overflowed): the last finite iterate is
+        kept and a ConvergenceWarning says so.
     reconstruction_errors_ : list of float
         ||M - M_hat||_F / ||M||_F after each sweep of the kept start.
     init_ : str
