@@ -29,6 +29,22 @@ def _whiten(X, eps):
     return Xc @ (V / np.sqrt(w)) @ V.T
 
 
+def _whitened_moments(views, eps=1e-2):
+    """Whitened views Y_p, the MTTKRP of their third moment M and ||M||_F^2."""
+    Y = [_whiten(X, eps) for X in views]
+    N = len(Y[0])
+
+    def mttkrp(factors, p):
+        H = np.ones((N, factors[0].shape[1]))
+        for q, (Yq, U) in enumerate(zip(Y, factors)):
+            if q != p:
+                H *= Yq @ U
+        return Y[p].T @ H / N
+
+    norm_sq = float(np.sum(np.einsum("ni,nj,nk->ijk", *Y) ** 2)) / N**2
+    return Y, mttkrp, norm_sq
+
+
 def _close_pair_views(rng, N=4000):
     """Two views whose top two canonical correlations are close (~0.99)."""
     z = rng.standard_normal((N, 2))
@@ -189,17 +205,7 @@ def test_converged_tells_the_truth(rng):
     assert done.converged_
     # running on from the converged factors changes the fit by less than tol
     scaled = [done.factors_[0] * done.weights_, *done.factors_[1:]]
-    Y = [_whiten(X, 1e-2) for X in views]
-    N = len(Y[0])
-
-    def mttkrp(factors, p):
-        H = np.ones((N, factors[0].shape[1]))
-        for q, (Yq, U) in enumerate(zip(Y, factors)):
-            if q != p:
-                H *= Yq @ U
-        return Y[p].T @ H / N
-
-    norm_sq = float(np.sum(np.einsum("ni,nj,nk->ijk", *Y) ** 2)) / N**2
+    _, mttkrp, norm_sq = _whitened_moments(views)
     more = cp_als(mttkrp, norm_sq, scaled, max_iter=200, tol=0, linesearch=False)
     assert more.errors[-1] > done.reconstruction_errors_[-1] - 1e-6
 
@@ -216,17 +222,7 @@ def test_linesearch_cuts_sweeps_to_the_same_optimum(rng):
 def test_als_resumed_in_bursts_equals_one_run(rng):
     """The race of starts (successive halving) resumes runs: same iterates."""
     views = _planted(rng, N=500, dims=(6, 5, 4))
-    Y = [_whiten(X, 1e-2) for X in views]
-    N = len(Y[0])
-
-    def mttkrp(factors, p):
-        H = np.ones((N, factors[0].shape[1]))
-        for q, (Yq, U) in enumerate(zip(Y, factors)):
-            if q != p:
-                H *= Yq @ U
-        return Y[p].T @ H / N
-
-    norm_sq = float(np.sum(np.einsum("ni,nj,nk->ijk", *Y) ** 2)) / N**2
+    Y, mttkrp, norm_sq = _whitened_moments(views)
     U0 = [rng.standard_normal((Yp.shape[1], 3)) for Yp in Y]
     whole = cp_als(mttkrp, norm_sq, U0, max_iter=40, tol=0)
     part = cp_als(mttkrp, norm_sq, U0, max_iter=10, tol=0)
@@ -256,17 +252,7 @@ def _poisoned(mttkrp, after):
 def test_a_diverging_als_keeps_the_last_finite_iterate(rng):
     """An overflow must not reach the projections: found on Ads (uncentered TCCA)."""
     views = _planted(rng, N=500, dims=(6, 5, 4))
-    Y = [_whiten(X, 1e-2) for X in views]
-    N = len(Y[0])
-
-    def mttkrp(factors, p):
-        H = np.ones((N, factors[0].shape[1]))
-        for q, (Yq, U) in enumerate(zip(Y, factors)):
-            if q != p:
-                H *= Yq @ U
-        return Y[p].T @ H / N
-
-    norm_sq = float(np.sum(np.einsum("ni,nj,nk->ijk", *Y) ** 2)) / N**2
+    Y, mttkrp, norm_sq = _whitened_moments(views)
     U0 = [rng.standard_normal((Yp.shape[1], 3)) for Yp in Y]
     clean = cp_als(mttkrp, norm_sq, U0, max_iter=6, tol=0, linesearch=False)
     poisoned, callback = _poisoned(mttkrp, after=6)

@@ -271,9 +271,10 @@ def cp_als(
             factors[p] = np.linalg.solve(V.T, B.T).T
             grams[p] = factors[p].T @ factors[p]
         err = _error(norm_sq, B, factors, grams)
-        if not (np.isfinite(err) and all(np.all(np.isfinite(g)) for g in grams)):
-            # a NaN iterate would reach the projections unnoticed; keep the last
-            # finite one and say so
+        if not np.isfinite(err):
+            # the factors overflowed (a degenerate fit): the error, built from
+            # every Gram matrix, is then inf or NaN; a NaN iterate would reach the
+            # projections unnoticed, so keep the last finite one and say so
             factors, n_iter, diverged = before, iteration, True
             break
         if linesearch and iteration >= 1 and err > 0:
