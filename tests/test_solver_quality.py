@@ -19,7 +19,7 @@ from numpy.testing import assert_allclose
 from sklearn.exceptions import ConvergenceWarning
 
 from tcca_core import KTCCA, TCCA
-from tcca_core._als import _remaining, cp_als
+from tcca_core._als import _remaining, convergence_message, cp_als
 
 
 def _whiten(X, eps):
@@ -208,6 +208,16 @@ def test_converged_tells_the_truth(rng):
     _, mttkrp, norm_sq = _whitened_moments(views)
     more = cp_als(mttkrp, norm_sq, scaled, max_iter=200, tol=0, linesearch=False)
     assert more.errors[-1] > done.reconstruction_errors_[-1] - 1e-6
+
+
+def test_max_iter_warning_says_whether_the_error_still_falls():
+    # still falling: more sweeps may help
+    falling = convergence_message("TCCA", 0.3 + 0.01 * 0.9 ** np.arange(20), 1e-5)
+    assert "still fell by" in falling and "may lower it further" in falling
+    # a last window that rose (a stalled run at rounding level) is not "fell by -x"
+    stalled = convergence_message("TCCA", [0.5, 0.4] + [0.3] * 5 + [0.3 + 1e-7], 1e-5)
+    assert "fell by -" not in stalled and "rose by 3.3e-07" in stalled
+    assert "unlikely to lower it" in stalled
 
 
 def test_linesearch_cuts_sweeps_to_the_same_optimum(rng):

@@ -323,10 +323,19 @@ def convergence_message(
         )
     w = min(WINDOW, n - 1)
     moved = (errors[-1 - w] - errors[-1]) / max(errors[-1], 1e-300) if w > 0 else 0.0
+    # exact ALS never raises the error (each update is a least-squares minimum and
+    # a jump is kept only if it lowers it), so a rise is rounding or an
+    # ill-conditioned solve: ALS has stalled, and "still fell by -1e-7" misleads
+    trend = (
+        f"still fell by {moved:.2g} of itself over the last {w} sweeps; a larger "
+        "max_iter may lower it further"
+        if moved >= 0
+        else f"rose by {-moved:.2g} of itself over the last {w} sweeps (ALS has "
+        "stalled: exact sweeps never raise it); more sweeps are unlikely to lower it"
+    )
     return (
         f"{name}: ALS stopped after max_iter={n} sweeps before the stopping rule "
-        f"(tol={tol:g}) was met: the relative error still fell by {moved:.2g} of "
-        f"itself over the last {w} sweeps; a larger max_iter may lower it further"
+        f"(tol={tol:g}) was met: the relative error {trend}"
     )
 
 
