@@ -405,6 +405,14 @@ def test_equal_tuning_prose_matches_its_verdicts():
         tuned = float(ads[m][4].split()[0])
         assert abs(tuned - float(paper_mean)) <= 2 * float(paper_std), m
     assert float(ads["TCCA"][4].split()[0]) <= float(ads["CCA (BST)"][4].split()[0])
+    # post hoc, Ads: "the raw views lift TCCA neither above its centered form nor
+    # above CCA (BST)"
+    assert "neither above its centered form nor above CCA (BST) on Ads" in _one_line(
+        DOCS.read_text()
+    )
+    raw = float(ads["TCCA (uncentered) (post hoc)"][4].split()[0])
+    assert raw <= float(ads["TCCA"][4].split()[0])
+    assert raw <= float(ads["CCA (BST)"][4].split()[0])
 
 
 def test_variance_prose_matches_its_intervals():
