@@ -259,6 +259,42 @@ def _poisoned(mttkrp, after):
     return poisoned, callback
 
 
+def test_a_diverging_als_keeps_the_best_iterate(rng):
+    """Ill-conditioned updates raise the error before it overflows (Ads, raw views,
+    eps = 1e-3, r = 95: 0.446 at sweep 12, 0.99 at sweep 132): the lowest-error
+    iterate is kept, not the last finite one."""
+    views = _planted(rng, N=500, dims=(6, 5, 4))
+    Y, mttkrp, norm_sq = _whitened_moments(views)
+    U0 = [rng.standard_normal((Yp.shape[1], 3)) for Yp in Y]
+    clean = cp_als(mttkrp, norm_sq, U0, max_iter=4, tol=0, linesearch=False)
+    state = {"sweeps": 0}
+    noise = np.random.default_rng(0)
+
+    def breaking(factors, p):
+        B = mttkrp(factors, p)
+        if state["sweeps"] >= 6:  # overflow from sweep 7
+            return np.full_like(B, np.inf)
+        if state["sweeps"] >= 4 and p == 0:  # sweeps 5, 6: a wrong update
+            return noise.standard_normal(B.shape) * np.abs(B).max()
+        return B
+
+    def callback(n_iter, err):
+        state["sweeps"] = n_iter
+        seen.append(err)
+
+    seen: list[float] = []
+    with np.errstate(all="ignore"):
+        res = cp_als(
+            breaking, norm_sq, U0, max_iter=50, tol=0, linesearch=False,
+            callback=callback,
+        )  # fmt: skip
+    assert len(seen) == 6 and min(seen[4:]) > seen[3]  # the error rose, then overflowed
+    assert res.diverged and not res.converged
+    assert res.n_iter == 4 and res.errors == clean.errors
+    for a, b in zip(res.factors, clean.factors):
+        assert np.array_equal(a, b)
+
+
 def test_a_diverging_als_keeps_the_last_finite_iterate(rng):
     """An overflow must not reach the projections: found on Ads (uncentered TCCA)."""
     views = _planted(rng, N=500, dims=(6, 5, 4))

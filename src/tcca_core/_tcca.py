@@ -278,13 +278,15 @@ class TCCA(
         High-order canonical correlations rho_k = (1/N) sum_n prod_p Z_p[n, k] of
         the training data (Theorem 1).
     n_iter_ : int
-        ALS sweeps of the kept start (0 with two views).
+        ALS sweeps of the kept start (0 with two views; when its ALS diverged,
+        the sweeps up to the iterate kept).
     converged_ : bool
         Whether the kept start met ``tol`` before ``max_iter``. False too when
-        its ALS diverged (the factors overflowed): the last finite iterate is
-        kept and a ConvergenceWarning says so.
+        its ALS diverged (the factors overflowed): the iterate of lowest error
+        is kept and a ConvergenceWarning says so.
     reconstruction_errors_ : list of float
-        ||M - M_hat||_F / ||M||_F after each sweep of the kept start.
+        ||M - M_hat||_F / ||M||_F after each sweep of the kept start (up to the
+        iterate kept).
     init_ : str
         The start that was kept (``"hosvd"``, ``"svd"``, ``"random"``, ``"warm"``,
         ``"given"`` or the two-view SVD).
