@@ -19,7 +19,7 @@ from numpy.testing import assert_allclose
 from sklearn.exceptions import ConvergenceWarning
 
 from tcca_core import KTCCA, TCCA
-from tcca_core._als import _remaining, convergence_message, cp_als
+from tcca_core._als import _remaining, broke_down, convergence_message, cp_als
 
 
 def _whiten(X, eps):
@@ -293,6 +293,48 @@ def test_a_diverging_als_keeps_the_best_iterate(rng):
     assert res.n_iter == 4 and res.errors == clean.errors
     for a, b in zip(res.factors, clean.factors):
         assert np.array_equal(a, b)
+
+
+def test_broke_down_tells_a_rise_from_rounding():
+    assert not broke_down([0.5, 0.3, 0.2])
+    # a stall at rounding level is no breakdown
+    assert not broke_down([0.5, 0.3, 0.2, 0.2 * (1 + 1e-7)])
+    assert not broke_down([0.5])
+    # Ads, raw views, eps = 10, r = 150: the stopping rule fired on this plateau
+    assert broke_down([0.445, 0.0557, 0.0551, 0.0693, 0.0952, 0.187])
+
+
+def test_tcca_says_when_als_broke_down(rng, monkeypatch, caplog):
+    """A fit whose error rose well above its lowest is not "converged", and says so;
+    the path's log line says it too."""
+    import tcca_core._als as als
+
+    real = als.cp_als
+
+    def cp_als_breaking(mttkrp, norm_sq, init=None, *, callback=None, **kw):
+        sweeps = {"n": 0}
+
+        def breaking(factors, p):
+            B = mttkrp(factors, p)
+            if sweeps["n"] >= 8 and p == 0:  # from sweep 9: wrong, bounded updates
+                return np.roll(B, 1, axis=0)
+            return B
+
+        def count(n_iter, err):
+            sweeps["n"] = n_iter
+
+        return real(breaking, norm_sq, init, callback=count, **kw)
+
+    monkeypatch.setattr(als, "cp_als", cp_als_breaking)
+    views = _planted(rng, N=400, dims=(6, 5, 4))
+    with pytest.warns(ConvergenceWarning, match="broke down"):
+        est = TCCA(2, init="hosvd", n_init=1, max_iter=30).fit(views)
+    assert not est.converged_
+    assert est.reconstruction_errors_[-1] > min(est.reconstruction_errors_) * 1.001
+    with caplog.at_level("INFO", logger="tcca_core._tensors"):
+        with pytest.warns(ConvergenceWarning, match="broke down"):
+            TCCA(init="hosvd", n_init=1, max_iter=30).fit_path(views, [2, 3])
+    assert caplog.text.count("broke down") == 2
 
 
 def test_a_diverging_als_keeps_the_last_finite_iterate(rng):

@@ -324,7 +324,8 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
         self.n_train_ = out["factors"][0].shape[0]
         self.fit_seconds_ = out["fit_seconds"]
         diverged = out.get("diverged", False)
-        if diverged or (not self.converged_ and self.tol > 0):
+        broke = out.get("broke_down", False)
+        if diverged or broke or (not self.converged_ and self.tol > 0):
             warnings.warn(
                 convergence_message(
                     "KTCCA", self.reconstruction_errors_, self.tol, diverged

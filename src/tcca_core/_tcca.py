@@ -282,8 +282,10 @@ class TCCA(
         the sweeps up to the iterate kept).
     converged_ : bool
         Whether the kept start met ``tol`` before ``max_iter``. False too when
-        its ALS diverged (the factors overflowed): the iterate of lowest error
-        is kept and a ConvergenceWarning says so.
+        its ALS broke down (the error ended more than 0.1 % above the lowest
+        it reached, which exact ALS never does) or diverged (the factors
+        overflowed: the iterate of lowest error is kept); a ConvergenceWarning
+        says which.
     reconstruction_errors_ : list of float
         ||M - M_hat||_F / ||M||_F after each sweep of the kept start (up to the
         iterate kept).
@@ -371,7 +373,8 @@ class TCCA(
         self.fit_seconds_ = out["fit_seconds"]
         self.n_features_in_ = [W.shape[0] for W in self.projections_]
         diverged = out.get("diverged", False)
-        if diverged or (not self.converged_ and self.tol > 0):
+        broke = out.get("broke_down", False)
+        if diverged or broke or (not self.converged_ and self.tol > 0):
             warnings.warn(
                 convergence_message(
                     "TCCA", self.reconstruction_errors_, self.tol, diverged

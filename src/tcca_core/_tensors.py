@@ -975,7 +975,7 @@ class MomentEngine:
         iterations, convergence flag, the relative reconstruction errors and the
         final error of every start.
         """
-        from ._als import init_factors, normalize_cp
+        from ._als import broke_down, init_factors, normalize_cp
 
         if len(self.dims) == 2 and self.name != "tensorly":
             weights, factors, errors = self._two_view(rank)
@@ -1018,11 +1018,14 @@ class MomentEngine:
             diverged = res.diverged
         _, label, (weights, factors, n_iter, converged, errors) = best
         weights, factors = normalize_cp(weights, factors)
+        broke = broke_down(errors)
         info = {
             "engine": self.name,
             "init": label,
             "n_iter": n_iter,
-            "converged": converged,
+            # the stopping rule can fire on the plateau after a breakdown
+            "converged": converged and not broke,
+            "broke_down": broke,
             "diverged": diverged,
             "errors": errors,
             "start_errors": start_errors,
@@ -1169,7 +1172,7 @@ class MomentEngine:
             previous = [factors[0] * weights, *factors[1:]]
             out[r] = (weights, factors, info, perf_counter() - t)
             logger.info(
-                "rank %d (%d/%d): %d ALS sweeps, start %s, error %.6g, %.1f s",
+                "rank %d (%d/%d): %d ALS sweeps, start %s, error %.6g, %.1f s%s",
                 r,
                 len(out),
                 len(order),
@@ -1177,5 +1180,6 @@ class MomentEngine:
                 info["init"],
                 info["errors"][-1] if info["errors"] else float("nan"),
                 out[r][3],
+                ", broke down" if info.get("broke_down") else "",
             )
         return out
