@@ -280,9 +280,9 @@ def cp_als(
             # the factors overflowed (a degenerate fit): the error, built from
             # every Gram matrix, is then inf or NaN; a NaN iterate would reach the
             # projections unnoticed. Before overflowing, the ill-conditioned normal
-            # equations already raise the error (exact ALS never does; Ads, raw
-            # views, eps = 1e-3, r = 95: 0.446 at sweep 12, 0.99 at sweep 132), so
-            # the best iterate is kept, not the last finite one
+            # equations already raise the error (see broke_down; Ads, raw views,
+            # eps = 1e-3, r = 95: 0.446 at sweep 13, 0.99 at sweep 133), so the
+            # best iterate is kept, not the last finite one
             factors, n_iter, diverged = best_factors, best_n, True
             del errors[best_n:]
             break
@@ -368,9 +368,8 @@ def convergence_message(
         )
     w = min(WINDOW, n - 1)
     moved = (errors[-1 - w] - errors[-1]) / max(errors[-1], 1e-300) if w > 0 else 0.0
-    # exact ALS never raises the error (each update is a least-squares minimum and
-    # a jump is kept only if it lowers it), so a rise is rounding or an
-    # ill-conditioned solve: ALS has stalled, and "still fell by -1e-7" misleads
+    # a rise smaller than a breakdown (above) is a stall at rounding level, where
+    # "still fell by -4.7e-07" would mislead
     trend = (
         f"still fell by {moved:.2g} of itself over the last {w} sweeps; a larger "
         "max_iter may lower it further"
