@@ -331,6 +331,7 @@ def test_tcca_says_when_als_broke_down(rng, monkeypatch, caplog):
         est = TCCA(2, init="hosvd", n_init=1, max_iter=30).fit(views)
     assert not est.converged_
     assert est.reconstruction_errors_[-1] > min(est.reconstruction_errors_) * 1.001
+    caplog.clear()
     with caplog.at_level("INFO", logger="tcca_core._tensors"):
         with pytest.warns(ConvergenceWarning, match="broke down"):
             TCCA(init="hosvd", n_init=1, max_iter=30).fit_path(views, [2, 3])
