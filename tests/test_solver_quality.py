@@ -245,44 +245,51 @@ def test_als_resumed_in_bursts_equals_one_run(rng):
         assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 
 
-def _poisoned(mttkrp, after):
-    """An MTTKRP that overflows from sweep ``after + 1`` on (a degenerate fit)."""
+def _faulty(mttkrp, *, overflow_after=None, wrong_after=None, wrong=None):
+    """An MTTKRP that goes wrong part way, and the callback that counts its sweeps.
+
+    From sweep ``wrong_after + 1`` on, mode 0's update is ``wrong(B)`` (what an
+    ill-conditioned solve gives); from sweep ``overflow_after + 1`` on, every MTTKRP
+    overflows (a degenerate fit).
+    """
     state = {"sweeps": 0}
 
-    def poisoned(factors, p):
+    def faulty(factors, p):
         B = mttkrp(factors, p)
-        return np.full_like(B, np.inf) if state["sweeps"] >= after else B
+        n = state["sweeps"]
+        if overflow_after is not None and n >= overflow_after:
+            return np.full_like(B, np.inf)
+        if wrong_after is not None and n >= wrong_after and p == 0:
+            return wrong(B)
+        return B
 
     def callback(n_iter, err):
         state["sweeps"] = n_iter
 
-    return poisoned, callback
+    return faulty, callback
 
 
 def test_a_diverging_als_keeps_the_best_iterate(rng):
     """Ill-conditioned updates raise the error before it overflows (Ads, raw views,
-    eps = 1e-3, r = 95: 0.446 at sweep 12, 0.99 at sweep 132): the lowest-error
+    eps = 1e-3, r = 95: 0.446 at sweep 13, 0.99 at sweep 133): the lowest-error
     iterate is kept, not the last finite one."""
     views = _planted(rng, N=500, dims=(6, 5, 4))
     Y, mttkrp, norm_sq = _whitened_moments(views)
     U0 = [rng.standard_normal((Yp.shape[1], 3)) for Yp in Y]
     clean = cp_als(mttkrp, norm_sq, U0, max_iter=4, tol=0, linesearch=False)
-    state = {"sweeps": 0}
     noise = np.random.default_rng(0)
-
-    def breaking(factors, p):
-        B = mttkrp(factors, p)
-        if state["sweeps"] >= 6:  # overflow from sweep 7
-            return np.full_like(B, np.inf)
-        if state["sweeps"] >= 4 and p == 0:  # sweeps 5, 6: a wrong update
-            return noise.standard_normal(B.shape) * np.abs(B).max()
-        return B
+    breaking, count = _faulty(  # sweeps 5, 6: wrong updates; overflow from sweep 7
+        mttkrp,
+        overflow_after=6,
+        wrong_after=4,
+        wrong=lambda B: noise.standard_normal(B.shape) * np.abs(B).max(),
+    )
+    seen: list[float] = []
 
     def callback(n_iter, err):
-        state["sweeps"] = n_iter
+        count(n_iter, err)
         seen.append(err)
 
-    seen: list[float] = []
     with np.errstate(all="ignore"):
         res = cp_als(
             breaking, norm_sq, U0, max_iter=50, tol=0, linesearch=False,
@@ -312,17 +319,10 @@ def test_tcca_says_when_als_broke_down(rng, monkeypatch, caplog):
     real = als.cp_als
 
     def cp_als_breaking(mttkrp, norm_sq, init=None, *, callback=None, **kw):
-        sweeps = {"n": 0}
-
-        def breaking(factors, p):
-            B = mttkrp(factors, p)
-            if sweeps["n"] >= 8 and p == 0:  # from sweep 9: wrong, bounded updates
-                return np.roll(B, 1, axis=0)
-            return B
-
-        def count(n_iter, err):
-            sweeps["n"] = n_iter
-
+        # from sweep 9: wrong, bounded updates
+        breaking, count = _faulty(
+            mttkrp, wrong_after=8, wrong=lambda B: np.roll(B, 1, axis=0)
+        )
         return real(breaking, norm_sq, init, callback=count, **kw)
 
     monkeypatch.setattr(als, "cp_als", cp_als_breaking)
@@ -338,13 +338,13 @@ def test_tcca_says_when_als_broke_down(rng, monkeypatch, caplog):
     assert caplog.text.count("broke down") == 2
 
 
-def test_a_diverging_als_keeps_the_last_finite_iterate(rng):
+def test_a_diverging_als_returns_a_finite_iterate(rng):
     """An overflow must not reach the projections: found on Ads (uncentered TCCA)."""
     views = _planted(rng, N=500, dims=(6, 5, 4))
     Y, mttkrp, norm_sq = _whitened_moments(views)
     U0 = [rng.standard_normal((Yp.shape[1], 3)) for Yp in Y]
     clean = cp_als(mttkrp, norm_sq, U0, max_iter=6, tol=0, linesearch=False)
-    poisoned, callback = _poisoned(mttkrp, after=6)
+    poisoned, callback = _faulty(mttkrp, overflow_after=6)
     with np.errstate(all="ignore"):
         res = cp_als(
             poisoned, norm_sq, U0, max_iter=50, tol=0, linesearch=False,
@@ -363,7 +363,7 @@ def test_tcca_warns_when_als_diverges_and_stays_finite(rng, monkeypatch):
     real = als.cp_als
 
     def cp_als_overflowing(mttkrp, norm_sq, init=None, **kw):
-        poisoned, callback = _poisoned(mttkrp, after=3)
+        poisoned, callback = _faulty(mttkrp, overflow_after=3)
         with np.errstate(all="ignore"):
             return real(poisoned, norm_sq, init, callback=callback, **kw)
 

@@ -30,10 +30,12 @@ rounding. Two things differ from plain ALS, both measured in BENCHMARKS.md
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from ._linalg import column_signs, fix_signs, numerical_rank, svd
 
@@ -44,6 +46,7 @@ __all__ = [
     "cp_error",
     "init_factors",
     "normalize_cp",
+    "warn_unconverged",
 ]
 
 Mttkrp = Callable[[Sequence[np.ndarray], int], np.ndarray]
@@ -339,6 +342,22 @@ def broke_down(errors: Sequence[float]) -> bool:
     "converged").
     """
     return len(errors) > 1 and errors[-1] > min(errors) * (1 + BREAKDOWN)
+
+
+def warn_unconverged(name: str, out: dict, tol: float) -> None:
+    """Warn when the fit ``out`` diverged, broke down or ran out of sweeps.
+
+    ``out`` is an engine's ``info`` dict; running out of sweeps counts only with
+    ``tol > 0``. Called from an estimator's fit, so the ConvergenceWarning points
+    at the user's call.
+    """
+    diverged = out.get("diverged", False)
+    if diverged or out.get("broke_down") or (not out["converged"] and tol > 0):
+        warnings.warn(
+            convergence_message(name, out["errors"], tol, diverged),
+            ConvergenceWarning,
+            stacklevel=4,
+        )
 
 
 def convergence_message(

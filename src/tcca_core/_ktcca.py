@@ -14,7 +14,6 @@ them and the training samples.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from time import perf_counter
 from typing import ClassVar
@@ -22,9 +21,8 @@ from typing import ClassVar
 import numpy as np
 import scipy.linalg as sla
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.exceptions import ConvergenceWarning
 
-from ._als import convergence_message
+from ._als import warn_unconverged
 from ._multiview import HighOrderCorrelationMixin
 from ._tcca import SOLVER_CONSTRAINTS, check_ranks, max_cp_rank
 from ._tensors import MomentEngine, WhitenedView
@@ -323,16 +321,7 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
         self.n_views_ = len(out["kernels"])
         self.n_train_ = out["factors"][0].shape[0]
         self.fit_seconds_ = out["fit_seconds"]
-        diverged = out.get("diverged", False)
-        broke = out.get("broke_down", False)
-        if diverged or broke or (not self.converged_ and self.tol > 0):
-            warnings.warn(
-                convergence_message(
-                    "KTCCA", self.reconstruction_errors_, self.tol, diverged
-                ),
-                ConvergenceWarning,
-                stacklevel=3,
-            )
+        warn_unconverged("KTCCA", out, self.tol)
         return self
 
     def transform(self, views, per_view: bool = False):

@@ -12,15 +12,13 @@ and the projected data are Z_p = X_p C~_pp^(-1/2) U_p (eq. 4.11).
 
 from __future__ import annotations
 
-import warnings
 from time import perf_counter
 from typing import ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.exceptions import ConvergenceWarning
 
-from ._als import convergence_message
+from ._als import warn_unconverged
 from ._linalg import LinearProjectionMixin, column_mean, covariance, inv_sqrt_psd
 from ._multiview import HighOrderCorrelationMixin
 from ._tensors import MomentEngine, WhitenedView
@@ -372,16 +370,7 @@ class TCCA(
         self.start_errors_ = out["start_errors"]
         self.fit_seconds_ = out["fit_seconds"]
         self.n_features_in_ = [W.shape[0] for W in self.projections_]
-        diverged = out.get("diverged", False)
-        broke = out.get("broke_down", False)
-        if diverged or broke or (not self.converged_ and self.tol > 0):
-            warnings.warn(
-                convergence_message(
-                    "TCCA", self.reconstruction_errors_, self.tol, diverged
-                ),
-                ConvergenceWarning,
-                stacklevel=3,
-            )
+        warn_unconverged("TCCA", out, self.tol)
         return self
 
     def fit_path(self, views, ranks, *, warm_start: bool = False) -> list:
