@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import copy
 import csv
+import gzip
 import io
 import json
 import os
@@ -111,6 +112,11 @@ def _issue16_schema(cfg):
     _setting(cfg)["views"] = ["bow"]
 
 
+def _bad_folders(cfg):
+    """Folders that cannot be used (issue #28), reported together."""
+    cfg.update(data_root="/", fit_cache="results/tables/cache", mirror="no/such/mirror")
+
+
 def _issue16_values(cfg):
     """Values that failed later with a bare exception (IndexError, KeyError) or were
     accepted silently, before issue #16: every one reported, one line each."""
@@ -158,6 +164,11 @@ BAD_CONFIGS = [
         "invalid config: tables.nuswide_linear.paper: unknown paper table 'nuswide_linaer'; known: ads, nuswide_kernel, nuswide_linear, secstr",
         "invalid config: tables.nuswide_kernel.columns[0].paper: paper table 'nuswide_kernel' has no column '5'; it has '4', '6', '8'",
     ), True),
+    ("folders", _bad_folders, (
+        "invalid config: data_root: '/' is the file system's root",
+        "invalid config: fit_cache: 'results/tables/cache' is inside results/tables, the published results",
+        "invalid config: mirror: 'no/such/mirror' does not exist",
+    ), True),
 ]  # fmt: skip
 
 
@@ -166,8 +177,11 @@ def _dry_run_bad(root: Path, case) -> tuple:
     cfg = copy.deepcopy(FIXTURE_CONFIG)
     change(cfg)
     work = make_workdir(root / name, cfg, mirror=False)
+    (work / "mirror").mkdir()  # the fixture's mirror folder, empty: it exists
     res = run_snakemake(work, "-n", "--nolock", timeout=300)
-    created = sorted(p.name for p in work.iterdir() if p.name not in ("config",))
+    created = sorted(
+        p.name for p in work.iterdir() if p.name not in ("config", "mirror")
+    )
     return res, created
 
 
@@ -209,6 +223,51 @@ def test_bad_config_is_rejected_at_start_naming_the_key(bad_config_runs, case):
     assert "Failed validating" not in message and len(message) < 4000, message[-3000:]
     assert "Job stats" not in message  # no job was even scheduled
     assert not {"results", "logs", "data"} & set(created), created
+
+
+@needs_snakemake
+def test_a_key_given_twice_is_refused_before_any_job(tmp_path):
+    """Snakemake keeps the last of two equal keys; the workflow refuses them, in the
+    base configuration and in an overlay alike, one line each naming file, key, line."""
+    work = make_workdir(tmp_path / "w", mirror=False)
+    (work / "mirror").mkdir()
+    base = work / "config" / "config.yaml"
+    base.write_text(base.read_text() + "seed: 3\n")  # the fixture has seed: 0
+    overlay = work / "mine.yaml"
+    overlay.write_text("n_splits: 1\nr_grid: [2]\nn_splits: 2\n")
+    res = run_snakemake(work, "-n", "--nolock", "--configfile", "mine.yaml")
+    out = res.stdout + res.stderr
+    assert res.returncode != 0, out[-3000:]
+    seed_line = 1 + base.read_text().splitlines().index("seed: 0")
+    assert (
+        "invalid config: config/config.yaml, line "
+        f"{len(base.read_text().splitlines())}: duplicate key 'seed' "
+        f"(first at line {seed_line})"
+    ) in out, out[-3000:]
+    assert "mine.yaml, line 3: duplicate key 'n_splits' (first at line 1)" in out
+    assert "Job stats" not in out and len(out) < 4000, out[-3000:]
+    assert not {"results", "logs", "data"} & {p.name for p in work.iterdir()}
+
+
+@needs_snakemake
+def test_a_reduced_run_through_a_link_to_results_is_refused(tmp_path):
+    """A results_dir that is a symbolic link to results/ used to pass for another
+    folder: the reduced run overwrote the published tables through it."""
+    work = make_workdir(tmp_path / "w")
+    published = work / "results" / "tables" / "nuswide_linear.csv"
+    published.parent.mkdir(parents=True)
+    published.write_text("published\n")
+    (work / "out").symlink_to(work / "results")
+    overlay = work / "mine.yaml"
+    overlay.write_text(yaml.safe_dump({"n_splits": 1, "results_dir": "out"}))
+    res = run_snakemake(work, "--cores", "1", "--configfile", "mine.yaml")
+    out = res.stdout + res.stderr
+    assert res.returncode != 0, out[-3000:]
+    assert "invalid config: results_dir: 'out' (a link to" in out, out[-3000:]
+    assert "holds the published results of the full configuration" in out
+    assert "Job stats" not in out
+    assert published.read_text() == "published\n"
+    assert sorted(p.name for p in (work / "results").iterdir()) == ["tables"]
 
 
 def _dry_run_pending(tmp_path: Path, pending: dict) -> str:
@@ -529,6 +588,87 @@ def test_killed_run_resumes(tmp_path, reference, how):
     assert job_counts(res.stdout + res.stderr).get("fit", 0) == n_fits - len(done)
     assert not list((work / "results").rglob("*.part"))
     assert_same_results(result_files(work), reference)
+
+
+def _with_bad_ads(work: Path, bad: str, **keys) -> Path:
+    """The fixture's NUS-WIDE (linear setting, BSF only: a short run) and Ads, whose
+    mirror files are there by name but damaged: route "ready" (files at hand), found
+    bad only when the prepare_data job reads them."""
+    cfg = copy.deepcopy(FIXTURE_CONFIG)
+    _setting(cfg)["methods"] = {"bsf": {}}
+    del (
+        cfg["datasets"]["nuswide"]["settings"]["kernel2"],
+        cfg["tables"]["nuswide_kernel"],
+    )
+    cfg["datasets"]["ads"] = {
+        "settings": {"l20": {"learner": "rls", "n_labeled": 20, "methods": {"bsf": {}}}}
+    }
+    cfg["tables"]["ads"] = {
+        "dataset": "ads",
+        "paper": None,
+        "title": "Ads",
+        "columns": [{"setting": "l20", "label": "20"}],
+    }
+    cfg.update(offline=True, **keys)
+    make_workdir(work, cfg)
+    ads = work / "mirror" / "ads"
+    ads.mkdir()
+    data = gzip.compress(b"1,2,3,ad.\n" * 200)
+    # truncated (as in issue #28), or whole but not the pinned file
+    (ads / "ad.data.gz").write_bytes(
+        data[: len(data) // 2] if bad == "truncated" else data
+    )
+    (ads / "ad.names").write_text("| not the attributes\n")
+    return work
+
+
+@needs_snakemake
+@pytest.mark.slow
+@pytest.mark.parametrize("bad", ["truncated", "wrong-file"])
+def test_a_dataset_found_bad_when_prepared_is_skipped_like_a_missing_one(tmp_path, bad):
+    """Ads' mirror files exist but are damaged: one "Skipping" line, the rest of the
+    run goes on and it exits 0 (it used to run Ads' splits anyway and fail with "data
+    set 'ads' was skipped in this run")."""
+    work = _with_bad_ads(tmp_path / "w", bad)
+    res = run_snakemake(work, "--cores", "2", timeout=600)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-5000:]
+    assert out.count("Skipping data set ads: ") == 1, out[-5000:]
+    assert "was skipped in this run" not in out
+    assert "Skipped data sets: ads (why: above" in out
+    assert (work / "results/tables/nuswide_linear.csv").is_file()
+    assert not list((work / "results").rglob("*ads*.csv"))
+    assert not (work / "results/splits/ads").exists()
+    summary = json.loads((work / "results/summary.json").read_text())
+    assert list(summary["skipped"]) == ["ads"]
+    if bad == "truncated":
+        return
+    # the next run tries Ads again, skips it again, and redoes nothing else
+    before = {f: f.stat().st_mtime_ns for f in (work / "results").rglob("*.*")}
+    again = run_snakemake(work, "--cores", "2", timeout=600)
+    out = again.stdout + again.stderr
+    assert again.returncode == 0, out[-5000:]
+    assert out.count("Skipping data set ads: ") == 1, out[-5000:]
+    after = {f: f.stat().st_mtime_ns for f in (work / "results").rglob("*.*")}
+    redone = {
+        f.relative_to(work).as_posix() for f in after if after[f] != before.get(f)
+    }
+    assert redone <= {
+        "results/data/ads.json",
+        "results/benchmarks/prepare_data/ads.tsv",
+    }
+
+
+@needs_snakemake
+@pytest.mark.slow
+def test_a_dataset_found_bad_when_prepared_fails_a_strict_run(tmp_path):
+    work = _with_bad_ads(tmp_path / "w", "truncated", strict=True)
+    res = run_snakemake(work, "--cores", "2", timeout=600)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0
+    assert "Data set ads cannot be obtained (strict: the run stops): " in out, out[
+        -5000:
+    ]
 
 
 # ------------------------------------------- value checks without the data (issue #16)

@@ -382,6 +382,7 @@ def toy_library(tmp_path_factory):
 def _dry_run_with(library: Path, work: Path, config: dict):
     (work / "config").mkdir(parents=True, exist_ok=True)
     (work / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+    (work / "mirror").mkdir(exist_ok=True)  # the fixture's mirror must exist, empty
     env = snakemake_env()
     env["PYTHONPATH"] = f"{library}{os.pathsep}{env.get('PYTHONPATH', '')}"
     return subprocess.run(

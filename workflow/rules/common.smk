@@ -21,7 +21,7 @@ import re
 import sys
 from pathlib import Path
 
-import yaml
+from snakemake.exceptions import IncompleteCheckpointException
 from snakemake.utils import validate
 
 from tcca_core import datasets as tcca_datasets
@@ -29,18 +29,23 @@ from tcca_core.pipeline import config as wf_config
 
 ConfigError = wf_config.ConfigError
 
+# Snakemake has read the files already, keeping the last of a key given twice: read
+# each again, refusing that, before anything looks at the merged result
+wf_config.check_config_files([_BASE_CONFIG, *(workflow.overwrite_configfiles or [])])
 wf_config.check_schema(
     config, Path(workflow.current_basedir).parent / "schemas" / "config.schema.yaml"
 )
 validate(config, schema="../schemas/config.schema.yaml")  # fills in the defaults
+# folders, symbolic links resolved: not /, not the home folder, data and cache not in
+# the published results, a mirror that exists
+wf_config.check_paths(config)
 
 
 def _base_config():
     """The base configuration file alone (config/config.yaml), defaults filled in;
     {} when it cannot be read (the run then counts as not the full one)."""
     try:
-        with open(_BASE_CONFIG, encoding="utf-8") as f:
-            base = yaml.safe_load(f) or {}
+        base = wf_config.load_yaml(_BASE_CONFIG) or {}
         validate(base, schema="../schemas/config.schema.yaml")
     except Exception:  # noqa: BLE001 - any problem: not the full configuration
         return {}
@@ -146,24 +151,44 @@ def read_status(path):
 
 def usable_datasets():
     """Data sets of the default target that are (or will be) prepared. For one that
-    had to be downloaded, this waits for its prepare_data checkpoint."""
+    had to be downloaded, this waits for its prepare_data checkpoint.
+
+    One whose files are at hand (``ready``) is counted in at once, so that a dry
+    run shows its jobs, but its files are verified only when prepared: one found bad
+    then (a truncated mirror file) is left out like one that cannot be obtained. The
+    default target takes every status file as input (:func:`status_files`), so the
+    checkpoint's end evaluates this again and drops the jobs of a data set that
+    failed."""
     usable = set()
     for dataset, (route, _) in data_routes().items():
+        if route == "skip":
+            continue
         if route == "fetch":
             status = checkpoints.prepare_data.get(dataset=dataset).output.status
             if not read_status(status)["available"]:
                 continue
-        if route != "skip":
-            usable.add(dataset)
+        elif not STRICT:
+            try:
+                status = checkpoints.prepare_data.get(dataset=dataset).output.status
+            except IncompleteCheckpointException:
+                pass  # not prepared in this run yet: counted in until it is
+            else:
+                if not read_status(status)["available"]:
+                    continue
+        usable.add(dataset)
     return usable
 
 
 def status_files():
-    """Status files of the data sets decided at run time (route ``fetch``)."""
+    """Status files of the data sets decided at run time: every one not skipped at
+    the start (all of them can turn out unusable when prepared), none when strict
+    (a data set that fails stops the run)."""
+    if STRICT:
+        return []
     return [
         STATUS.format(dataset=d)
         for d, (route, _) in data_routes().items()
-        if route == "fetch"
+        if route != "skip"
     ]
 
 
@@ -358,9 +383,11 @@ def final_outputs(wildcards):
     """Every table and figure of the data sets at hand, and the summary (an input
     function: data sets that had to be downloaded are in once obtained)."""
     tables = tables_of(usable_datasets())
+    # the status files make this target depend on every prepare_data checkpoint, so
+    # that a data set found bad when prepared drops out of the plan when it ends
     if not tables:
-        return []
-    return table_outputs(tables) + [SUMMARY]
+        return status_files()
+    return table_outputs(tables) + [SUMMARY] + status_files()
 
 
 def summary_inputs(wildcards):

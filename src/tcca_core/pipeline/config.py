@@ -37,9 +37,13 @@ from ..registry import LEARNERS, METHODS, R_GRID_PAPER
 __all__ = [
     "ConfigError",
     "check_config",
+    "check_config_files",
+    "check_paths",
     "check_schema",
     "dataset_shape",
     "load_schema",
+    "load_yaml",
+    "path_problems",
     "r_bound",
     "r_grid_of",
     "resolve_settings",
@@ -157,6 +161,70 @@ def _describe(error):
     return _key(path), error.message
 
 
+def _duplicate_keys(node, path=()) -> list[tuple[str, str, int, int]]:
+    """(dotted key, key, line, first line) of each key given twice in a mapping."""
+    import yaml
+
+    found = []
+    if isinstance(node, yaml.MappingNode):
+        seen: dict = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<`: may be overridden
+                continue
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            line = key_node.start_mark.line + 1
+            if key is not None and key in seen:
+                found.append((_key([*path, key]), key, line, seen[key]))
+            elif key is not None:
+                seen[key] = line
+            found += _duplicate_keys(value_node, (*path, key if key else "?"))
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            found += _duplicate_keys(item, (*path, i))
+    return found
+
+
+def load_yaml(path: str | os.PathLike):
+    """Read a YAML file, refusing a key given twice in one mapping.
+
+    PyYAML keeps the last value of a repeated key without a word, so a setting
+    written twice (the second copy forgotten at the bottom of a file) would silently
+    replace the first. ConfigError: ``invalid config: <file>, line <n>: duplicate
+    key <dotted key> (first at line <m>) ...``, one line per repeated key.
+    """
+    import yaml
+
+    text = Path(path).read_text(encoding="utf-8")
+    duplicates = _duplicate_keys(yaml.compose(text, Loader=yaml.SafeLoader))
+    if duplicates:
+        raise ConfigError(
+            "\n".join(
+                f"invalid config: {os.fspath(path)}, line {line}: duplicate key "
+                f"{dotted!r} (first at line {first}); give each key once (YAML would "
+                "silently keep the last)"
+                for dotted, _, line, first in duplicates
+            )
+        )
+    return yaml.safe_load(text)
+
+
+def check_config_files(paths) -> None:
+    """Refuse configuration files with a key given twice (:func:`load_yaml`).
+
+    Snakemake reads ``configfile:`` and ``--configfile`` files itself, keeping the
+    last of two equal keys; common.smk reads each again with this check before any
+    other. Every file's problems are reported together.
+    """
+    problems = []
+    for path in paths:
+        try:
+            load_yaml(path)
+        except ConfigError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise ConfigError("\n".join(problems))
+
+
 def load_schema(schema_path: str | os.PathLike) -> dict:
     """Load the configuration schema, with the registry's method and learner names.
 
@@ -164,9 +232,7 @@ def load_schema(schema_path: str | os.PathLike) -> dict:
     they are filled in here from :mod:`tcca_core.registry`, so that a method
     registered there is a valid configuration value without editing the schema.
     """
-    import yaml
-
-    schema = yaml.safe_load(Path(schema_path).read_text())
+    schema = load_yaml(schema_path)
     schema["$defs"]["method"]["enum"] = list(METHODS)
     schema["$defs"]["setting"]["properties"]["learner"]["enum"] = list(LEARNERS)
     return schema
@@ -573,12 +639,141 @@ RUN_KEYS = frozenset(
 )
 
 
+#: What a full run writes into :data:`PUBLISHED`: no other run, data or cache may
+#: write there (a reduced run's own folder, e.g. results/quick, is beside them).
+PUBLISHED_PARTS = (
+    "tables",
+    "figures",
+    "report",
+    "summary.json",
+    "grid_cost.csv",
+    "fits",
+    "runs",
+    "splits",
+    "benchmarks",
+    "data",
+)
+
+
 def _results_part(config: Mapping) -> dict:
     return {k: v for k, v in config.items() if k not in RUN_KEYS}
 
 
 def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
+
+
+def _real(path: str | os.PathLike, work: str | os.PathLike = ".") -> Path:
+    """Return ``path`` with every symbolic link resolved, relative to ``work``.
+
+    Folders are compared resolved, or a link to the published folder (or to ``/``)
+    would pass for another folder.
+    """
+    return Path(os.path.realpath(Path(work) / os.fspath(path)))
+
+
+def _published_part(where: Path, work: Path) -> str | None:
+    """Return the published folder, or the part of it, that ``where`` is or is in."""
+    published = _real(PUBLISHED, work)
+    if where == published:
+        return PUBLISHED
+    for part in PUBLISHED_PARTS:
+        if _inside(where, _real(Path(PUBLISHED) / part, work)):
+            return f"{PUBLISHED}/{part}"
+    return None
+
+
+def _resolved_note(given, where: Path, work: Path) -> str:
+    """Where a symbolic link on the way leads, if one does."""
+    plain = Path(os.path.abspath(work / os.fspath(given)))
+    return "" if plain == where else f" (a link to {where})"
+
+
+def path_problems(
+    config: Mapping,
+    workdir: str | os.PathLike = ".",
+    home: str | os.PathLike | None = None,
+) -> list[tuple[str, str]]:
+    """List (key, problem) for folders that cannot be used, symbolic links resolved.
+
+    - ``results_dir``, ``data_root``, ``fit_cache``: not the file system's root nor
+      the home folder itself (outputs, ``raw/`` and ``prepared/`` or cache entries
+      would be written straight into it);
+    - ``data_root``, ``fit_cache``: not the published folder nor inside what a full
+      run writes there (:data:`PUBLISHED_PARTS`);
+    - ``mirror``: an existing folder (a misspelt mirror would skip every data set
+      of an offline run).
+
+    ``home`` defaults to the user's home folder.
+    """
+    work = _real(workdir)
+    home_dir = _real(Path.home() if home is None else home)
+    problems = []
+    for key in ("results_dir", "data_root", "fit_cache"):
+        given = config.get(key)
+        if not isinstance(given, str) or not given.strip():
+            continue  # null, or a schema error reported already
+        where = _real(given, work)
+        note = _resolved_note(given, where, work)
+        if where == Path(where.anchor):
+            problems.append(
+                (
+                    key,
+                    f"{given!r}{note} is the file system's root: the run would write "
+                    "there; choose a folder of its own",
+                )
+            )
+        elif where == home_dir:
+            problems.append(
+                (
+                    key,
+                    f"{given!r}{note} is your home folder: the run would write "
+                    "straight into it; choose a folder of its own",
+                )
+            )
+        elif key != "results_dir":
+            part = _published_part(where, work)
+            if part is not None:
+                problems.append(
+                    (
+                        key,
+                        f"{given!r}{note} is inside {part}, the published results of "
+                        "the full configuration, which only the tables' jobs write: "
+                        f"choose a folder outside {PUBLISHED}/, e.g. "
+                        + ("data" if key == "data_root" else ".cache/fits"),
+                    )
+                )
+    mirror = config.get("mirror")
+    if isinstance(mirror, str) and mirror.strip():
+        where = _real(mirror, work)
+        note = _resolved_note(mirror, where, work)
+        if not where.exists():
+            problems.append(
+                (
+                    "mirror",
+                    f"{mirror!r}{note} does not exist: give the folder that holds "
+                    "<dataset>/<file>, or leave `mirror` out (null)",
+                )
+            )
+        elif not where.is_dir():
+            problems.append(
+                ("mirror", f"{mirror!r}{note} is not a folder (<mirror>/<dataset>/...)")
+            )
+    return problems
+
+
+def check_paths(
+    config: Mapping,
+    workdir: str | os.PathLike = ".",
+    home: str | os.PathLike | None = None,
+) -> None:
+    """Raise ConfigError listing every :func:`path_problems`, one line each."""
+    problems = path_problems(config, workdir, home)
+    if problems:
+        raise ConfigError(
+            "\n".join(f"invalid config: {key}: {msg}" for key, msg in problems)
+            + "\n(see config/README.md)"
+        )
 
 
 def run_location(
@@ -616,33 +811,32 @@ def run_location(
     Raises
     ------
     ConfigError
-        ``results_dir`` names the published folder (or a folder in its tables or
-        figures) for a configuration that is not the full one.
+        ``results_dir`` is the published folder (or a folder in what a full run
+        writes there, :data:`PUBLISHED_PARTS`), symbolic links resolved, for a
+        configuration that is not the full one.
     """
     reduced = base is not None and _results_part(config) != _results_part(base)
     names = [Path(str(o)).stem for o in overlays or ()]
     label = ("-".join(names) or "custom") if reduced else "full"
-    work = Path(os.path.abspath(workdir))
-    published = work / PUBLISHED
+    work = _real(workdir)
     given = config.get("results_dir")
     if given:
         folder = Path(os.path.normpath(str(given))).as_posix()
-        where = Path(os.path.abspath(work / folder))
-        if reduced and (
-            where == published
-            or _inside(where, published / "tables")
-            or _inside(where, published / "figures")
-        ):
-            _fail(
-                "results_dir",
-                f"{given!r} holds the published results of the full configuration; "
-                f"this run differs from it (a reduced run: {label}) and would "
-                f"overwrite them: choose another folder, e.g. {PUBLISHED}/{label}",
-            )
     else:
         folder = PUBLISHED if not reduced else f"{PUBLISHED}/{label}"
-        where = work / folder
-    is_published = where == published
+    # resolved: a link to the published folder (or into it) is the published folder
+    where = _real(folder, work)
+    part = _published_part(where, work)
+    if reduced and part is not None:
+        shown = given if given else folder
+        _fail(
+            "results_dir",
+            f"{shown!r}{_resolved_note(shown, where, work)} holds the published "
+            f"results of the full configuration ({part}); this run differs from it (a "
+            f"reduced run: {label}) and would overwrite them: choose another folder, "
+            f"e.g. {PUBLISHED}/{label}",
+        )
+    is_published = where == _real(PUBLISHED, work)
     return {
         "results": folder,
         "logs": "logs" if is_published else f"{folder}/logs",
