@@ -1,7 +1,10 @@
 # Configuration checks, wildcard constraints, path helpers and targets. No rules here.
 #
 # The configuration is checked before any job runs by tcca_core.pipeline.config, in
-# four steps, each failing with "invalid config: <key>: <what is wrong>":
+# four steps, each failing with "invalid config: <key>: <what is wrong>", after its
+# files are read again for keys given twice (Snakemake keeps the last one) and before
+# its folders are checked with symbolic links resolved (not /, not the home folder,
+# data and cache outside the published results, a mirror that exists):
 #   1. the JSON schema (workflow/schemas/config.schema.yaml, with the method and learner
 #      names of tcca_core.registry): unknown keys, wrong types, empty lists and grids,
 #      unknown methods, bad names (one line per problem, instead of Snakemake's dump

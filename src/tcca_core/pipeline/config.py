@@ -1,8 +1,10 @@
 """The pipeline's configuration check, before any job runs.
 
-``workflow/rules/common.smk`` calls :func:`check_config` on the merged configuration;
-every problem fails with ``invalid config: <key>: <what is wrong>`` (one line each),
-in four steps:
+``workflow/rules/common.smk`` reads every configuration file again
+(:func:`check_config_files`: a key given twice is refused, where Snakemake keeps the
+last), then checks the merged configuration; every problem fails with ``invalid
+config: <key>: <what is wrong>`` (one line each), in four steps, the folders
+(:func:`check_paths`, symbolic links resolved) checked after the second:
 
 1. the JSON schema (``workflow/schemas/config.schema.yaml``, with the method and
    learner names of :mod:`tcca_core.registry`; :func:`check_schema`): unknown keys,
@@ -737,9 +739,9 @@ def path_problems(
                 problems.append(
                     (
                         key,
-                        f"{given!r}{note} is inside {part}, the published results of "
-                        "the full configuration, which only the tables' jobs write: "
-                        f"choose a folder outside {PUBLISHED}/, e.g. "
+                        f"{given!r}{note} is inside {part}, the published results, "
+                        "which only a run of the full configuration writes: choose a "
+                        f"folder outside {PUBLISHED}/, e.g. "
                         + ("data" if key == "data_root" else ".cache/fits"),
                     )
                 )
