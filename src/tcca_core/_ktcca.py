@@ -154,7 +154,7 @@ def ktcca_path(
     t_setup = perf_counter()
     vkernels, stats_all, Ls, wviews = [], [], [], []
     for q, (X, k, kp) in enumerate(zip(views, kernels, kparams, strict=True)):
-        vk = ViewKernel(k, **kp)
+        vk = ViewKernel.for_view(k, kp, q)
         K = vk.fit(X)
         if k == "precomputed":
             if K.shape[0] != N:
@@ -298,7 +298,7 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
         from sklearn.base import clone
 
         params = self._validate_params()
-        ranks = list(ranks)
+        ranks, _ = check_ranks(ranks, params["init"], warm_start)
         outs = ktcca_path(views, ranks, warm_start=warm_start, **_path_params(params))
         return [
             clone(self).set_params(n_components=r)._set_fitted(o)

@@ -21,9 +21,12 @@ fitting code:
 
 from __future__ import annotations
 
+import inspect
 from functools import wraps
 
 import numpy as np
+
+from ._validation import check_bool, check_finite
 
 __all__ = [
     "HighOrderCorrelationMixin",
@@ -47,6 +50,47 @@ def _standardize(Z: np.ndarray) -> np.ndarray:
     return np.divide(Zc, sd, out=np.zeros_like(Zc), where=ok)
 
 
+def _check_variates(Zs) -> list[np.ndarray]:
+    """``Zs`` as float (n, r) arrays, at least two, all of one shape and finite.
+
+    Standardizing would turn a NaN or infinite column into one counted as
+    constant, i.e. a correlation of 0 that hides the bad input; so it raises.
+    """
+    if not isinstance(Zs, (list, tuple)):
+        raise ValueError(
+            "Zs must be a list of arrays of shape (n_samples, n_components), one "
+            f"per view; got {type(Zs).__name__}"
+        )
+    if len(Zs) < 2:
+        raise ValueError(f"correlations need at least 2 views, got {len(Zs)}")
+    out = []
+    for p, Z in enumerate(Zs):
+        what = f"Zs[{p}] (the variates of view {p})"
+        if Z is None:
+            raise ValueError(f"{what} is None")
+        try:
+            Z = np.asarray(Z, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{what} is not an array of numbers: {exc}") from exc
+        if Z.ndim != 2:
+            raise ValueError(
+                f"{what} must be 2-D (n_samples, n_components), got shape {Z.shape}"
+            )
+        if out and Z.shape != out[0].shape:
+            raise ValueError(
+                f"{what} has shape {Z.shape}, but Zs[0] has {out[0].shape}; every "
+                "view needs the same samples and components"
+            )
+        check_finite(Z, what)
+        out.append(Z)
+    if out[0].shape[0] < 2:
+        raise ValueError(
+            "correlations are computed over the samples and need at least 2, got "
+            f"{out[0].shape[0]}"
+        )
+    return out
+
+
 def high_order_correlations(Zs) -> np.ndarray:
     """High-order correlation of standardized variates, one value per component.
 
@@ -61,8 +105,11 @@ def high_order_correlations(Zs) -> np.ndarray:
     m >= 3 it is a standardized co-moment (e.g. a co-skewness for m = 3): not
     bounded by 1, zero for jointly Gaussian variates, and as large as the shared
     signal is skewed. A column constant on these samples counts as 0.
+
+    Raises a ``ValueError`` naming the view for NaN or infinite variates, arrays
+    that are not 2-D or differ in shape, fewer than 2 views or 2 samples.
     """
-    Zs = [_standardize(Z) for Z in Zs]
+    Zs = [_standardize(Z) for Z in _check_variates(Zs)]
     return np.mean(np.prod(np.stack(Zs), axis=0), axis=0)
 
 
@@ -72,9 +119,10 @@ def pairwise_correlations(Zs) -> np.ndarray:
     ``Zs`` as in :func:`high_order_correlations`. For two views this is the
     canonical correlation of each component on these samples; for m views the
     average pairwise correlation that CCA-LS (MAXVAR) maximizes. This is also
-    cca-zoo's per-dimension score (``average_pairwise_correlations``).
+    cca-zoo's per-dimension score (``average_pairwise_correlations``). Bad input
+    raises as in :func:`high_order_correlations`.
     """
-    Zs = [_standardize(Z) for Z in Zs]
+    Zs = [_standardize(Z) for Z in _check_variates(Zs)]
     m = len(Zs)
     total = sum(
         np.mean(Zs[p] * Zs[q], axis=0) for p in range(m) for q in range(p + 1, m)
@@ -148,10 +196,18 @@ def _wrap_output(method):
     columns; ``per_view=True`` gives one DataFrame per view with that view's
     columns. Output that is already a container (a ``fit_transform`` that calls
     the wrapped ``transform``) is passed through.
+
+    ``per_view`` is checked to be a bool here, once for every estimator: any
+    other value (``"no"``, 0) would pick the output type by its truthiness.
     """
+    signature = inspect.signature(method)
 
     @wraps(method)
     def wrapped(self, views, *args, **kwargs):
+        if args or "per_view" in kwargs:
+            bound = signature.bind_partial(self, views, *args, **kwargs)
+            if "per_view" in bound.arguments:
+                check_bool(bound.arguments["per_view"], "per_view")
         out = method(self, views, *args, **kwargs)
         from sklearn.utils._set_output import _get_output_config
 

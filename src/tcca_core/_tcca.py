@@ -12,6 +12,7 @@ and the projected data are Z_p = X_p C~_pp^(-1/2) U_p (eq. 4.11).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from time import perf_counter
 from typing import ClassVar
 
@@ -26,6 +27,7 @@ from ._validation import (
     Interval,
     Options,
     ParamsMixin,
+    check_bool,
     check_n_components,
     check_positive_int,
     check_varying,
@@ -72,6 +74,9 @@ SOLVER_CONSTRAINTS: dict = {
 
 def check_ranks(ranks, init, warm_start: bool) -> tuple[list[int], bool]:
     """Return the rank grid as a list and whether warm starts apply to it."""
+    warm_start = check_bool(warm_start, "warm_start")
+    if isinstance(ranks, str) or not isinstance(ranks, Iterable):
+        raise ValueError(f"ranks must be a list of integers >= 1, got {ranks!r}")
     ranks = list(ranks)
     if not ranks:
         raise ValueError("ranks must not be empty")
@@ -240,7 +245,7 @@ class TCCA(
         Extrapolate the factors after each ALS sweep and keep the jump when it
         lowers the error (Bro's line search; see :mod:`tcca_core._als`). Fewer
         sweeps to the same optimum.
-    random_state : int, numpy Generator or None
+    random_state : int in [0, 2**32 - 1], numpy Generator, RandomState or None
         Seeds the initialization; the same seed gives bit-identical results.
     algorithm : {"auto", "dense", "implicit", "tensorly"}, default="auto"
         ``"tensorly"`` builds the d_1 x ... x d_m tensor M and runs tensorly's
@@ -385,6 +390,8 @@ class TCCA(
         from sklearn.base import clone
 
         params = self.get_params(deep=False)
+        # as a list: tcca_path would use up a generator before the zip below
+        ranks, _ = check_ranks(ranks, self.init, warm_start)
         outs = tcca_path(
             views,
             ranks,

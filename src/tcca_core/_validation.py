@@ -19,7 +19,11 @@ __all__ = [
     "Interval",
     "Options",
     "ParamsMixin",
+    "MAX_SEED",
     "as_generator",
+    "as_random_state",
+    "check_bool",
+    "check_finite",
     "check_views",
     "check_varying",
     "named_als_failure",
@@ -29,6 +33,7 @@ __all__ = [
     "check_positive_int",
     "check_tol",
     "validate_params",
+    "validate_random_state",
 ]
 
 
@@ -57,6 +62,19 @@ def check_magnitude(data, shape, what: str) -> None:
         )
 
 
+def check_finite(data, what: str) -> None:
+    """Raise a ``ValueError`` naming ``what`` if ``data`` holds NaN or infinity.
+
+    ``data`` is an array or a sparse matrix (whose stored entries are checked).
+    """
+    if sp.issparse(data):
+        data = data.data
+    finite = np.isfinite(data)
+    if not np.all(finite):
+        n_bad = int(np.size(data) - np.count_nonzero(finite))
+        raise ValueError(f"{what} contains NaN or infinity ({n_bad} entries)")
+
+
 def _check_one_view(X, p: int, *, accept_sparse: bool, dtype):
     """Return view ``p`` as a 2-D float array (or CSR matrix), or raise."""
     if sp.issparse(X):
@@ -74,14 +92,23 @@ def _check_one_view(X, p: int, *, accept_sparse: bool, dtype):
         X = sp.csr_matrix(X, dtype=dtype)
         data = X.data
     else:
+        if X is None:
+            raise ValueError(
+                f"view {p} is None; pass an array of shape (n_samples, n_features)"
+            )
         try:
             X = np.asarray(X)
         except Exception as exc:  # ragged lists and the like
             raise ValueError(
-                f"view {p} cannot be converted to an array: {exc}"
+                f"view {p} cannot be converted to an array (rows of different "
+                f"lengths?): {exc}"
             ) from exc
         if X.dtype == object:
-            raise ValueError(f"view {p} has dtype object; pass numeric arrays")
+            # np.asarray keeps ragged rows and None entries as objects
+            raise ValueError(
+                f"view {p} has dtype object (ragged rows or non-numbers?); pass a "
+                "numeric array of shape (n_samples, n_features)"
+            )
         if X.ndim != 2:
             raise ValueError(
                 f"view {p} must be 2-D (n_samples, n_features), got shape {X.shape}"
@@ -94,9 +121,7 @@ def _check_one_view(X, p: int, *, accept_sparse: bool, dtype):
         data = X
     if X.shape[1] == 0:
         raise ValueError(f"view {p} has no features (shape {X.shape})")
-    if not np.all(np.isfinite(data)):
-        n_bad = int(np.size(data) - np.count_nonzero(np.isfinite(data)))
-        raise ValueError(f"view {p} contains NaN or infinity ({n_bad} entries)")
+    check_finite(data, f"view {p}")
     check_magnitude(data, X.shape, f"view {p}")
     return X
 
@@ -149,8 +174,10 @@ def check_views(
     ]
     n = [X.shape[0] for X in out]
     if len(set(n)) != 1:
+        p = next(p for p, n_p in enumerate(n) if n_p != n[0])
         raise ValueError(
-            f"all views must have the same number of samples (rows); got {n}"
+            f"all views must have the same number of samples (rows); got {n}: "
+            f"view {p} has {n[p]}, view 0 has {n[0]}"
         )
     if n[0] < min_samples:
         raise ValueError(f"at least {min_samples} samples are needed, got {n[0]}")
@@ -249,17 +276,73 @@ def check_n_components(n_components, r_max: int, why: str) -> int:
     return r
 
 
+#: The largest seed scikit-learn (and numpy's legacy ``RandomState``) accepts.
+MAX_SEED = 2**32 - 1
+
+_RANDOM_STATE_WHAT = (
+    f"None, an int in [0, {MAX_SEED}], a numpy Generator or a numpy RandomState"
+)
+
+
+def _is_random_state(value) -> bool:
+    """Whether ``value`` is None, a seed in [0, 2**32 - 1], a Generator or RandomState.
+
+    scikit-learn's range: numpy would take a negative seed only to fail with
+    "expected non-negative integer" deep inside the fit, and a seed beyond 2**32
+    seeds a Generator but not the legacy RandomState of the sklearn-style code.
+    """
+    if value is None or isinstance(value, np.random.Generator | np.random.RandomState):
+        return True
+    return (
+        isinstance(value, Integral)
+        and not isinstance(value, bool | np.bool_)
+        and 0 <= int(value) <= MAX_SEED
+    )
+
+
+def validate_random_state(random_state, name: str = "random_state"):
+    """Return ``random_state`` unchanged if it is a valid seed or generator, or raise.
+
+    Valid: None, an int in [0, 2**32 - 1], a numpy Generator or RandomState.
+    """
+    if not _is_random_state(random_state):
+        raise ValueError(f"{name} must be {_RANDOM_STATE_WHAT}, got {random_state!r}")
+    return random_state
+
+
 def as_generator(random_state) -> np.random.Generator:
-    """Return a numpy Generator from None, an int, a Generator or a RandomState."""
+    """Return a numpy Generator from None, a seed, a Generator or a RandomState."""
+    validate_random_state(random_state)
     if isinstance(random_state, np.random.Generator):
         return random_state
     if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(2**32 - 1))
-    if random_state is None or isinstance(random_state, Integral):
-        return np.random.default_rng(cast(int | None, random_state))
-    raise ValueError(
-        f"random_state must be None, an int or a numpy Generator, got {random_state!r}"
-    )
+        return np.random.default_rng(random_state.randint(MAX_SEED))
+    return np.random.default_rng(cast(int | None, random_state))
+
+
+def as_random_state(random_state) -> np.random.RandomState:
+    """Return a numpy RandomState (for scikit-learn's solvers) from the same inputs.
+
+    A Generator is wrapped around its own bit generator, so drawing from the
+    result advances the Generator, as drawing from a passed RandomState does.
+    """
+    validate_random_state(random_state)
+    if isinstance(random_state, np.random.RandomState):
+        return random_state
+    if isinstance(random_state, np.random.Generator):
+        return np.random.RandomState(random_state.bit_generator)
+    return np.random.RandomState(random_state)
+
+
+def check_bool(value, name: str) -> bool:
+    """Return ``value`` as a bool if it is True or False (numpy's too), or raise.
+
+    Strings such as ``"no"`` and numbers are truthy or falsy by accident, so they
+    are refused rather than interpreted.
+    """
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 # ------------------------------------------------------------ parameter constraints
@@ -358,11 +441,7 @@ def _accepts(constraint, value) -> bool:
     if constraint == "callable":
         return callable(value)
     if constraint == "random_state":
-        return (
-            value is None
-            or isinstance(value, Integral | np.random.Generator | np.random.RandomState)
-            and not isinstance(value, bool)
-        )
+        return _is_random_state(value)
     if isinstance(constraint, type):
         return isinstance(value, constraint)
     raise TypeError(f"unknown parameter constraint {constraint!r}")
@@ -376,7 +455,7 @@ def _describe(constraint) -> str:
     return {
         "boolean": "True or False",
         "callable": "a callable",
-        "random_state": "None, an int or a numpy Generator",
+        "random_state": _RANDOM_STATE_WHAT,
     }.get(constraint, str(constraint))
 
 

@@ -30,6 +30,8 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._validation import check_finite, check_views
+
 __all__ = ["MultiViewAdapter", "ViewSplitter", "stack_views"]
 
 _VIEW_PARAM = re.compile(r"^(.+)__(\d+)$")
@@ -41,10 +43,13 @@ def stack_views(views) -> tuple[np.ndarray, list[int]]:
     Parameters
     ----------
     views : list of arrays or sparse matrices of shape (n_samples, d_p)
+        Checked as the estimators check them: each view 2-D, numeric and finite,
+        all with the same number of rows; a bad view raises a ``ValueError`` that
+        names it.
 
     Returns
     -------
-    X : ndarray or sparse matrix of shape (n_samples, sum d_p)
+    X : ndarray or CSR matrix of shape (n_samples, sum d_p), float64
     view_sizes : list of int
         d_p, to give to :class:`ViewSplitter` or :class:`MultiViewAdapter`.
 
@@ -55,14 +60,15 @@ def stack_views(views) -> tuple[np.ndarray, list[int]]:
     >>> X.shape, sizes
     ((4, 5), [2, 3])
     """
-    if not isinstance(views, (list, tuple)):
-        raise ValueError(
-            f"views must be a list of arrays, one per view; got {type(views).__name__}"
-        )
-    sizes = [int(np.shape(V)[1]) for V in views]
+    return _stack_views(views, min_views=1, min_samples=1)
+
+
+def _stack_views(views, *, min_views: int, min_samples: int):
+    views = check_views(views, min_views=min_views, min_samples=min_samples)
+    sizes = [int(V.shape[1]) for V in views]
     if any(sp.issparse(V) for V in views):
         return sp.hstack(views, format="csr"), sizes
-    return np.hstack([np.asarray(V) for V in views]), sizes
+    return np.hstack(views), sizes
 
 
 def _view_edges(view_sizes, n_features: int) -> np.ndarray:
@@ -234,8 +240,18 @@ class MultiViewAdapter(TransformerMixin, BaseEstimator):
         self.view_sizes = view_sizes
 
     def _views(self, X, reset: bool) -> list:
-        # Only the array itself is checked here; the estimator checks its views
-        # (finite values, enough samples, ...) with messages that name the view.
+        if isinstance(X, (list, tuple)) and any(
+            len(getattr(V, "shape", ())) == 2 for V in X
+        ):
+            # numpy's own error for a list of views is "inhomogeneous shape"
+            raise ValueError(
+                f"{type(self).__name__} takes one 2-D array of the views side by "
+                f"side, got a list of {len(X)} arrays; stack them with "
+                "tcca_core.compose.stack_views(views)"
+            )
+        # The array is checked here, its views' values below (so that a NaN is
+        # reported by view, whatever the estimator); the estimator checks the
+        # rest (enough samples, features seen in fit, ...).
         Xv = validate_data(
             self,
             X,
@@ -247,9 +263,12 @@ class MultiViewAdapter(TransformerMixin, BaseEstimator):
         )
         if reset:
             self.view_edges_ = _view_edges(self.view_sizes, Xv.shape[1])
+        blocks = _split(Xv, self.view_edges_)
+        for p, B in enumerate(blocks):
+            check_finite(B, f"view {p}")
         if hasattr(X, "iloc"):
             return _split(X, self.view_edges_)
-        return _split(Xv, self.view_edges_)
+        return blocks
 
     def fit(self, X, y=None, **fit_params):
         """Fit a clone of ``estimator`` on the views of X.

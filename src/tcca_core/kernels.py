@@ -19,7 +19,7 @@ from sklearn.metrics.pairwise import (
     rbf_kernel,
 )
 
-from ._validation import check_magnitude
+from ._validation import Interval, check_magnitude
 
 __all__ = [
     "KERNELS",
@@ -52,6 +52,7 @@ def l2_distance(X, Y=None) -> np.ndarray:
 
 
 _DISTANCES = {"chi2": chi2_distance, "l2": l2_distance}
+_POSITIVE = Interval("real", 0, None, closed="neither")
 
 
 class ViewKernel:
@@ -69,8 +70,35 @@ class ViewKernel:
     def __init__(self, kernel: str | Callable = "l2", *, gamma: float | None = None):
         if not callable(kernel) and kernel not in KERNELS:
             raise ValueError(f"unknown kernel {kernel!r}; choose one of {KERNELS}")
+        # else scikit-learn's rbf_kernel rejects it only in fit, naming itself
+        if gamma is not None and not _POSITIVE.accepts(gamma):
+            raise ValueError(
+                f"gamma must be None or a finite number > 0, got {gamma!r}"
+            )
         self.kernel = kernel
         self.gamma = gamma
+
+    @classmethod
+    def for_view(cls, kernel, kernel_params, p: int) -> ViewKernel:
+        """Build view ``p``'s kernel from its ``kernel`` and ``kernel_params`` entries.
+
+        A bad entry raises a ``ValueError`` that names view ``p``.
+        """
+        if not isinstance(kernel_params, dict):
+            raise ValueError(
+                f"kernel_params of view {p} must be a dict (e.g. {{'gamma': 0.5}}), "
+                f"got {kernel_params!r}"
+            )
+        unknown = sorted(set(kernel_params) - {"gamma"})
+        if unknown:
+            raise ValueError(
+                f"kernel_params of view {p} has unknown key(s) {unknown}; the only "
+                "kernel parameter is 'gamma'"
+            )
+        try:
+            return cls(kernel, **kernel_params)
+        except ValueError as exc:
+            raise ValueError(f"view {p}: {exc}") from None
 
     def evaluate(self, A, B) -> np.ndarray:
         """Return the kernel between the rows of ``A`` and ``B``, unchecked."""

@@ -25,6 +25,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics.pairwise import euclidean_distances
+from sklearn.utils.validation import check_is_fitted
 
 from ._validation import (
     Interval,
@@ -186,6 +187,7 @@ class RLS(ParamsMixin, ClassifierMixin, BaseEstimator):
 
     def decision_function(self, X) -> np.ndarray:
         """Scores w^T xbar: shape (n,) for two classes, (n, C) otherwise."""
+        check_is_fitted(self, "coef_")
         X, _ = _check_xy(X, None)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(
@@ -245,6 +247,7 @@ class KernelRLS(ParamsMixin, ClassifierMixin, BaseEstimator):
 
     def decision_function(self, K) -> np.ndarray:
         """Scores from the (n, N_l) kernel between new and labeled samples."""
+        check_is_fitted(self, "dual_coef_")
         K, _ = _check_xy(K, None)
         if K.shape[1] != self.dual_coef_.shape[0]:
             raise ValueError(
@@ -403,6 +406,7 @@ class KNN(ParamsMixin, ClassifierMixin, BaseEstimator):
         return self
 
     def _result(self, X) -> KNNResult:
+        check_is_fitted(self, "y_fit_")
         if self.metric == "precomputed":
             return knn_from_distances(X, self.y_fit_, self.n_neighbors, self.classes_)
         X, _ = _check_xy(X, None)

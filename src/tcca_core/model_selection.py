@@ -61,13 +61,14 @@ from __future__ import annotations
 
 import sklearn.model_selection as skms
 from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
 from ._multiview import (
     high_order_correlations,
     pairwise_correlations,
     variate_correlations,
 )
-from .compose import MultiViewAdapter, stack_views
+from .compose import MultiViewAdapter, _stack_views, stack_views
 
 __all__ = [
     "GridSearchCV",
@@ -84,8 +85,13 @@ _PREFIX = "estimator__"
 
 
 def _wrap(estimator, views):
-    """The estimator wrapped for one 2-D array, and that array."""
-    X, sizes = stack_views(views)
+    """The estimator wrapped for one 2-D array, and that array.
+
+    The views are checked first, as the estimators check them (every estimator
+    takes at least 2 views of 2 samples): a bad view is named here, not inside
+    every fold as a failed fit.
+    """
+    X, sizes = _stack_views(views, min_views=2, min_samples=2)
     return MultiViewAdapter(estimator, sizes), X
 
 
@@ -176,6 +182,7 @@ class _MultiViewSearch:
 
     def transform(self, views, **kwargs):
         """``best_estimator_.transform(views)`` (needs ``refit``)."""
+        check_is_fitted(self, "search_")
         if not self.refit:
             raise AttributeError(
                 "transform is not available with refit=False: no best_estimator_ "
@@ -185,6 +192,7 @@ class _MultiViewSearch:
 
     def score(self, views, y=None) -> float:
         """The refitted best estimator's score on ``views`` (by ``scoring``)."""
+        check_is_fitted(self, "search_")
         return float(self.search_.score(stack_views(views)[0], y))
 
 

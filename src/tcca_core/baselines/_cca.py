@@ -535,7 +535,7 @@ class KCCA(ParamsMixin, MultiViewMixin, TransformerMixin, BaseEstimator):
         N = views[0].shape[0]
         self.kernels_, self.center_stats_, Ks = [], [], []
         for p, (X, k, kp) in enumerate(zip(views, kernels, params, strict=True)):
-            vk = ViewKernel(k, **kp)
+            vk = ViewKernel.for_view(k, kp, p)
             K = vk.fit(X)
             if K.shape != (N, N):
                 raise ValueError(

@@ -30,7 +30,6 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils import check_random_state
 
 from .._linalg import (
     LinearProjectionMixin,
@@ -44,6 +43,7 @@ from .._multiview import MultiViewMixin
 from .._validation import (
     Interval,
     ParamsMixin,
+    as_random_state,
     check_n_components,
     check_views,
     validate_params,
@@ -152,6 +152,7 @@ ITERATIVE_PARAMETER_CONSTRAINTS = {
     "eps": [Interval("real", 0, None)],
     "max_iter": [Interval("integer", 1, None)],
     "tol": [Interval("real", 0, None)],
+    "random_state": ["random_state"],
 }
 
 
@@ -181,7 +182,13 @@ def cca_ls_iterative(
     ``n_iter`` and ``converged``.
     """
     p = validate_params(
-        {"n_components": n_components, "eps": eps, "max_iter": max_iter, "tol": tol},
+        {
+            "n_components": n_components,
+            "eps": eps,
+            "max_iter": max_iter,
+            "tol": tol,
+            "random_state": random_state,
+        },
         ITERATIVE_PARAMETER_CONSTRAINTS,
     )
     eps, tol, max_iter = p["eps"], p["tol"], p["max_iter"]
@@ -198,7 +205,7 @@ def cca_ls_iterative(
     r = check_n_components(n_components, r_max, "min_k rank C_kk of the centered views")
     chol = [sla.cho_factor(Ck + eps * np.eye(Ck.shape[0])) for Ck in C]
     Ct = [Ck + eps * np.eye(Ck.shape[0]) for Ck in C]
-    rng = check_random_state(random_state)
+    rng = as_random_state(random_state)
     H = rng.standard_normal((sum(dims), r))
 
     def d_tilde(H):

@@ -101,13 +101,13 @@ from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh, svds
 from sklearn.base import BaseEstimator
 from sklearn.neighbors import NearestNeighbors
-from sklearn.utils import check_random_state
 
 from .._linalg import column_mean, covariance, fix_signs, svd
 from .._validation import (
     Interval,
     Options,
     ParamsMixin,
+    as_random_state,
     check_n_components,
     check_views,
 )
@@ -182,7 +182,7 @@ def pca_scores(X, n_components: int, random_state=None) -> tuple[np.ndarray, boo
     n_components : int
         Number of principal components kept. A view with ``d <= n_components`` is
         returned centred and unreduced.
-    random_state : int, RandomState or None
+    random_state : int, RandomState, Generator or None
         Seeds ARPACK's start vector (only used when both N and d exceed 4096).
 
     Returns
@@ -213,7 +213,7 @@ def pca_scores(X, n_components: int, random_state=None) -> tuple[np.ndarray, boo
         T = U[:, ::-1] * np.sqrt(np.clip(lam[::-1], 0.0, None))
         return fix_signs(T), True
     else:
-        rng = check_random_state(random_state)
+        rng = as_random_state(random_state)
         v0 = rng.standard_normal(min(N, d))
         _, s, Vt = svds(_centered_operator(X, mean), k=k, v0=v0, solver="arpack")
         V = Vt[np.argsort(s)[::-1]].T
@@ -328,7 +328,7 @@ def spectral_patterns(W, k: int, random_state=None) -> tuple[np.ndarray, np.ndar
         Symmetric non-negative affinity with positive degrees.
     k : int
         Number of eigenvectors, ``1 <= k <= N - 1``.
-    random_state : int, RandomState or None
+    random_state : int, RandomState, Generator or None
         Seeds the Lanczos start vector.
 
     Returns
@@ -368,7 +368,7 @@ def spectral_patterns(W, k: int, random_state=None) -> tuple[np.ndarray, np.ndar
             matmat=matmat,
             dtype=np.float64,
         )
-        rng = check_random_state(random_state)
+        rng = as_random_state(random_state)
         v0 = rng.standard_normal(N)
         v0 -= u0 * (u0 @ v0)
         try:
@@ -422,7 +422,7 @@ def view_patterns(
         ``k_p = min(pca_components, d_p, rank)``.
     view_embedding : {"pca", "spectral"}
     n_neighbors, pca_components : int
-    random_state : int, RandomState or None
+    random_state : int, RandomState, Generator or None
         One generator seeds every view's solvers in turn.
 
     Returns
@@ -430,7 +430,7 @@ def view_patterns(
     patterns : list of ndarray, each (N, k_p)
     infos : list of ViewPatternInfo
     """
-    rng = check_random_state(random_state)
+    rng = as_random_state(random_state)
     patterns, infos = [], []
     for p, X in enumerate(views):
         t0 = time.perf_counter()
@@ -559,7 +559,7 @@ TRANSDUCTIVE_PARAMETER_CONSTRAINTS = {
     "view_embedding": [Options(*VIEW_EMBEDDINGS)],
     "n_neighbors": [Interval("integer", 1, None)],
     "pca_components": [Interval("integer", 1, None)],
-    "random_state": [None, Interval("integer", 0, 2**32 - 1), np.random.RandomState],
+    "random_state": ["random_state"],
 }
 
 
@@ -704,7 +704,7 @@ class DSE(_TransductiveViewsMixin, BaseEstimator):
         kNN graph size (spectral mode only).
     pca_components : int, default=100
         PCA dimension per view; views with at most this many features keep all.
-    random_state : int, RandomState instance or None, default=None
+    random_state : int, RandomState or Generator instance or None, default=None
         Seeds the ARPACK/Lanczos start vectors, so results are reproducible.
 
     Attributes

@@ -341,7 +341,7 @@ class SSMVD(_TransductiveViewsMixin, BaseEstimator):
     max_iter : int, default=100
     tol : float, default=1e-5
         Relative objective decrease below which the iteration stops.
-    random_state : int, RandomState instance or None, default=None
+    random_state : int, RandomState or Generator instance or None, default=None
         Seeds the eigen-solvers' start vectors.
 
     Attributes
