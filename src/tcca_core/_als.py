@@ -19,6 +19,14 @@ rounding. Two things differ from plain ALS, both measured in BENCHMARKS.md
   (Bro 1998; Acar, Dunlavy & Kolda 2011; tensorly's ``linesearch``), and the jump
   is kept only when it lowers the error. It costs one MTTKRP per sweep and cuts
   the sweeps of slowly converging fits by half or more.
+* **Updates that column scaling cannot spoil.** ALS's factors are not normalized
+  (the line search extrapolates them as they are), so a degenerate fit can push
+  one mode's column norms to 1e-20 and another's to 1e15 while the CP tensor stays
+  tame. The r x r normal equations of an update are then solved after scaling to
+  unit diagonal (:func:`_solve_normal`), and the column norms are balanced across
+  modes after each sweep (:func:`_balance`): both leave exact ALS, the line search
+  included, unchanged, and keep the computed updates exact (without them, Ads with
+  the raw views rose from sweep 5 and overflowed at sweep 134).
 * **A stopping rule that a stall cannot fool.** The usual rule (stop when the
   error changes by less than tol between two sweeps) stops in swamps: on Ads at
   r = 50 the error falls by 6e-10 per sweep for 200 sweeps, at a steady then
@@ -75,6 +83,34 @@ class CPResult:
     diverged: bool = False
     #: (sweep, factors) of the lowest error so far, to resume the run
     best: tuple = ()
+
+    def kept(self) -> tuple[list[np.ndarray], int, list[float], tuple | None]:
+        """Return the iterate a fit keeps: the one of lowest error.
+
+        Returns ``(factors, n_iter, errors, rise)``: the factors, the sweeps and the
+        error trace up to that iterate, and, where the run ended above it,
+        ``rise = (sweep, lowest error, last sweep, last error)`` (else None).
+        Exact ALS never rises, so a rise means the computed updates were wrong;
+        the fit is never worse than its best iterate whatever went wrong.
+        """
+        errors = list(self.errors)
+        best_n, best_factors = self.best or (self.n_iter, self.factors)
+        if self._rose(best_n):
+            rise = (best_n, errors[best_n - 1], len(errors), errors[-1])
+            return list(best_factors), best_n, errors[:best_n], rise
+        return list(self.factors), self.n_iter, errors, None
+
+    def kept_error(self) -> float:
+        """Return the error of the iterate :meth:`kept` returns (inf if none)."""
+        if not self.errors:
+            return np.inf
+        best_n = self.best[0] if self.best else self.n_iter
+        return self.errors[best_n - 1] if self._rose(best_n) else self.errors[-1]
+
+    def _rose(self, best_n: int) -> bool:
+        # a plateau wobbles at rounding level: its last iterate is as good
+        e = self.errors
+        return 0 < best_n < len(e) and e[-1] > e[best_n - 1] * (1 + ROUNDING)
 
 
 def hosvd_bases(grams: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -181,20 +217,101 @@ def init_factors(
     return factors
 
 
-def cp_error(mttkrp: Mttkrp, norm_sq: float, factors: Sequence[np.ndarray]) -> float:
+#: Residual functions: ||T - [[U_1, ..., U_m]]||^2 computed without cancellation,
+#: or None where the engine cannot afford it.
+Residual = Callable[[Sequence[np.ndarray]], "float | None"]
+
+#: The Gram formula of the error loses about log10(CANCELLATION) digits of the
+#: squared error; past this it is replaced by the engine's direct sum (a
+#: well-conditioned fit stays below 2e3: Ads, raw views, cases of BENCHMARKS.md).
+CANCELLATION = 1e6
+
+
+def cp_error(
+    mttkrp: Mttkrp,
+    norm_sq: float,
+    factors: Sequence[np.ndarray],
+    residual_sq: Residual | None = None,
+) -> float:
     """||T - [[U_1, ..., U_m]]|| / ||T|| of any factors, from one MTTKRP."""
     B = mttkrp(factors, len(factors) - 1)
-    return _error(norm_sq, B, list(factors), [U.T @ U for U in factors])
+    return _error(norm_sq, B, list(factors), [U.T @ U for U in factors], residual_sq)
 
 
-def _error(norm_sq: float, B, factors, grams) -> float:
+def _error(norm_sq: float, B, factors, grams, residual_sq=None) -> float:
     # ||T - T_hat||^2 = ||T||^2 + ||T_hat||^2 - 2 <T, T_hat>, with <T, T_hat>
-    # read off the last mode's MTTKRP B.
+    # read off the last mode's MTTKRP B. The terms can be far larger than their
+    # sum (components that nearly cancel: weights of 1e4 and 9e9 gave 0.45 for a
+    # true 1.78 on Ads), so the cancellation is measured and, past CANCELLATION,
+    # the residual is summed directly.
     if norm_sq <= 0:
         return 0.0
-    iprod = float(np.sum(B * factors[-1]))
-    rec_sq = float(np.sum(np.prod(grams, axis=0)))
-    return float(np.sqrt(abs(norm_sq + rec_sq - 2 * iprod) / norm_sq))
+    terms = B * factors[-1]
+    iprod = float(np.sum(terms))
+    hadamard = np.prod(grams, axis=0)
+    rec_sq = float(np.sum(hadamard))
+    err_sq = norm_sq + rec_sq - 2 * iprod
+    scale = norm_sq + float(np.sum(np.abs(hadamard))) + 2 * float(np.sum(np.abs(terms)))
+    if residual_sq is not None and scale > CANCELLATION * max(err_sq, 0.0):
+        direct = residual_sq(factors)
+        if direct is not None:
+            err_sq = direct
+    return float(np.sqrt(abs(err_sq) / norm_sq))
+
+
+def _solve_normal(V: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """B V^-1 for the r x r Hadamard product of Gram matrices V of an ALS update.
+
+    V and B carry the column scales of the factors (V_ij scales as s_i s_j, B's
+    column j as s_j); solved as they are, a V whose diagonal spans 1e31 to 1e36
+    (condition 1e48, but 271 at unit diagonal) gives a tiny residual and an update
+    81 % off. Scaling V to unit diagonal first makes the computed update
+    independent of the scales. A singular V (a zero or repeated column) falls back
+    to the least-squares solution.
+    """
+    d = np.sqrt(np.abs(np.diag(V)))
+    d[~(d > 0) | ~np.isfinite(d)] = 1.0
+    Vs = V / d[:, None] / d[None, :]
+    Bs = B / d
+    try:
+        X = np.linalg.solve(Vs.T, Bs.T).T
+    except np.linalg.LinAlgError:
+        X = np.linalg.lstsq(Vs.T, Bs.T, rcond=None)[0].T
+    return X / d
+
+
+def _column_norms(U: np.ndarray) -> np.ndarray:
+    """Column 2-norms that neither over- nor underflow (entries up to 1e308)."""
+    peak = np.max(np.abs(U), axis=0) if U.shape[0] else np.zeros(U.shape[1])
+    safe = np.where((peak > 0) & np.isfinite(peak), peak, 1.0)
+    return np.where(peak > 0, safe * np.linalg.norm(U / safe, axis=0), 0.0)
+
+
+#: Column norms further apart than this across modes are balanced (:func:`_balance`).
+SPREAD = 1e40
+
+
+def _balance(factors: list[np.ndarray]) -> list[np.ndarray]:
+    """Give column k the same norm in every mode where the norms drift far apart.
+
+    Rescaling column k of every mode to the geometric mean of its norms leaves the
+    CP tensor unchanged, and so exact ALS and its extrapolation (an update of mode
+    p scales inversely with the other modes' columns, so a rescaled start rescales
+    every later iterate alike). Left alone, the norms of a degenerate fit drift
+    apart (1e-20 and 5e15 on Ads) until their Gram matrices under- or overflow.
+    Done only past ``SPREAD``: a rescaled factor is a new array, which costs the
+    engines their cached projections. Columns that are zero or non-finite in some
+    mode are left as they are.
+    """
+    norms = np.array([_column_norms(U) for U in factors])
+    ok = np.all((norms > 0) & np.isfinite(norms), axis=0)
+    if not np.any(ok):
+        return factors
+    logs = np.log(np.where(ok, norms, 1.0))  # ratios of such norms can overflow
+    if not np.any(logs.max(axis=0) - logs.min(axis=0) > np.log(SPREAD)):
+        return factors
+    scales = np.exp(logs.mean(axis=0) - logs)
+    return [U * c for U, c in zip(factors, scales, strict=True)]
 
 
 #: Sweeps per window of the stopping rule (:func:`_remaining`).
@@ -239,6 +356,7 @@ def cp_als(
     linesearch: bool = True,
     callback: Callable[[int, float], None] | None = None,
     resume: CPResult | None = None,
+    residual_sq: Residual | None = None,
 ) -> CPResult:
     """Run ALS from ``init``; see the module docstring for the contract.
 
@@ -247,7 +365,10 @@ def cp_als(
     ``max_iter`` sweeps (``converged=False``); ``tol=0`` runs all sweeps.
     ``resume`` continues an earlier run (its factors, errors and line-search
     state; ``max_iter`` then counts its sweeps too), so a run cut into bursts
-    gives the same iterates as one run.
+    gives the same iterates as one run. ``residual_sq`` is the engine's direct
+    ||T - T_hat||^2, used where the Gram formula of the error would cancel
+    (:data:`CANCELLATION`). The result's :attr:`CPResult.kept` is the iterate of
+    lowest error.
     """
     if resume is not None:
         factors = list(resume.factors)
@@ -257,7 +378,7 @@ def cp_als(
         best_n, best_factors = resume.best or (resume.n_iter, resume.factors)
     else:
         assert init is not None, "cp_als needs init or resume"
-        factors = [U.copy() for U in init]
+        factors = _balance([U.copy() for U in init])
         errors = []
         n_iter = n_jumps = streak = 0
         acc_pow, acc_fail = 2.0, 0  # tensorly's defaults for the extrapolation step
@@ -276,9 +397,9 @@ def cp_als(
                 if q != p:
                     V *= grams[q]
             B = mttkrp(factors, p)
-            factors[p] = np.linalg.solve(V.T, B.T).T
+            factors[p] = _solve_normal(V, B)
             grams[p] = factors[p].T @ factors[p]
-        err = _error(norm_sq, B, factors, grams)
+        err = _error(norm_sq, B, factors, grams, residual_sq)
         if not np.isfinite(err):
             # the factors overflowed (a degenerate fit): the error, built from
             # every Gram matrix, is then inf or NaN; a NaN iterate would reach the
@@ -292,7 +413,7 @@ def cp_als(
         if linesearch and iteration >= 1 and err > 0:
             step = n_iter ** (1.0 / acc_pow)
             jump = [U + step * (U - U0) for U, U0 in zip(factors, before, strict=True)]
-            jump_err = cp_error(mttkrp, norm_sq, jump)
+            jump_err = cp_error(mttkrp, norm_sq, jump, residual_sq)
             if jump_err < err:
                 factors, err, acc_fail = jump, jump_err, 0
                 grams = [U.T @ U for U in factors]
@@ -301,6 +422,10 @@ def cp_als(
                 acc_fail += 1
                 if acc_fail == 4:
                     acc_pow, acc_fail = acc_pow + 1.0, 0
+        balanced = _balance(factors)
+        if balanced is not factors:
+            factors = balanced
+            grams = [U.T @ U for U in factors]
         errors.append(err)
         if best_n == 0 or err < errors[best_n - 1]:
             best_n, best_factors = n_iter, factors  # never modified in place
@@ -329,6 +454,8 @@ def cp_als(
 
 #: a final error this far (relative) above the run's lowest is no rounding: a breakdown
 BREAKDOWN = 1e-3
+#: a rise of the error above its lowest by less than this (relative) is rounding
+ROUNDING = 1e-10
 
 
 def broke_down(errors: Sequence[float]) -> bool:
@@ -336,10 +463,10 @@ def broke_down(errors: Sequence[float]) -> bool:
 
     Exact ALS never raises the error (each update is a least-squares minimum and a
     jump is kept only if it lowers it); a rise of more than ``BREAKDOWN`` of itself
-    means the normal equations of the updates were too ill-conditioned to solve (a
-    degenerate CP fit). The stopping rule can then stop on the plateau after the
-    rise (Ads, raw views, eps = 10, r = 150: 0.055 at sweep 47, 0.187 at sweep 57,
-    "converged").
+    means the updates were computed wrongly. Before the solves were made
+    scale-invariant (:func:`_solve_normal`) this happened on degenerate CP fits
+    (Ads, raw views, eps = 10, r = 150: 0.055 at sweep 47, 0.187 at sweep 57,
+    where the stopping rule fired on the plateau after the rise).
     """
     return len(errors) > 1 and errors[-1] > min(errors) * (1 + BREAKDOWN)
 
@@ -354,29 +481,39 @@ def warn_unconverged(name: str, out: dict, tol: float) -> None:
     diverged = out.get("diverged", False)
     if diverged or out.get("broke_down") or (not out["converged"] and tol > 0):
         warnings.warn(
-            convergence_message(name, out["errors"], tol, diverged),
+            convergence_message(
+                name, out["errors"], tol, diverged, rise=out.get("rise")
+            ),
             ConvergenceWarning,
             stacklevel=4,
         )
 
 
 def convergence_message(
-    name: str, errors: Sequence[float], tol: float, diverged: bool = False
+    name: str,
+    errors: Sequence[float],
+    tol: float,
+    diverged: bool = False,
+    rise: tuple | None = None,
 ) -> str:
     """Word the ConvergenceWarning of a fit that stopped short, broke down or diverged.
 
     It says how far the error still moved, so that a user can judge whether more
-    sweeps matter.
+    sweeps matter. ``rise`` is :meth:`CPResult.kept`'s record of a run that ended
+    above its lowest error (``errors`` then ends at the iterate kept).
     """
     n = len(errors)
-    if broke_down(errors):
+    if rise is None and broke_down(errors):
         k = int(np.argmin(errors))
+        rise = (k + 1, errors[k], n, errors[-1])
+    if rise is not None and rise[3] > rise[1] * (1 + BREAKDOWN):
+        k, low, last_n, last = rise
         return (
             f"{name}: ALS broke down: the relative error rose from its lowest, "
-            f"{errors[k]:.6g} at sweep {k + 1}, to {errors[-1]:.6g} at sweep {n}, "
-            "which exact ALS never does (ill-conditioned updates, a degenerate CP "
-            "fit); the fit is kept as it ended; a larger eps or another init may "
-            "avoid it"
+            f"{low:.6g} at sweep {k}, to {last:.6g} at sweep {last_n}, "
+            "which exact ALS never does (wrongly computed updates, a degenerate CP "
+            f"fit); the iterate of lowest error (sweep {k}) is kept; a larger eps "
+            "or another init may avoid it"
         )
     if diverged:
         last = f"{errors[-1]:.6g}" if errors else "n/a"

@@ -281,14 +281,14 @@ class TCCA(
         High-order canonical correlations rho_k = (1/N) sum_n prod_p Z_p[n, k] of
         the training data (Theorem 1).
     n_iter_ : int
-        ALS sweeps of the kept start (0 with two views; when its ALS diverged,
-        the sweeps up to the iterate kept).
+        ALS sweeps of the kept start up to the iterate kept (0 with two views).
+        The iterate kept is the one of lowest error: the last, unless the error
+        rose above rounding afterwards (which exact ALS never does).
     converged_ : bool
         Whether the kept start met ``tol`` before ``max_iter``. False too when
-        its ALS broke down (the error ended more than 0.1 % above the lowest
-        it reached, which exact ALS never does) or diverged (the factors
-        overflowed: the iterate of lowest error is kept); a ConvergenceWarning
-        says which.
+        its ALS broke down (the error rose more than 0.1 % above the lowest it
+        reached) or diverged (the factors overflowed); the iterate of lowest
+        error is kept, and a ConvergenceWarning says which.
     reconstruction_errors_ : list of float
         ||M - M_hat||_F / ||M||_F after each sweep of the kept start (up to the
         iterate kept).

@@ -27,6 +27,7 @@ costs two passes over M instead of m.
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -842,6 +843,38 @@ class MomentEngine:
             return tensorly_mttkrp(self.M, factors, p)
         return dense_mttkrp(self.M, factors, p, cache=self._tree)
 
+    def residual_sq(self, factors: Sequence[np.ndarray]) -> float | None:
+        """||M - [[U_1, ..., U_m]]||_F^2 summed slab by slab, or None if unaffordable.
+
+        The Gram formula of ALS's error subtracts terms that can be far larger than
+        the result (:data:`._als.CANCELLATION`); this sums the residual's squares
+        over column slabs of the unfolding M_(f) (f the largest mode), so it has no
+        cancellation. O(prod(d) r) for a dense M, plus O(2 N prod(d)) to form the
+        slabs of an implicit one; no more than 64 MB of M at a time. None where even
+        a one-column slab would exceed that (:func:`_unfolding_plan`).
+        """
+        plan = _unfolding_plan(self.dims)
+        if plan is None:
+            return None
+        order, J = plan
+        d_f, d_2 = self.dims[order[0]], self.dims[order[1]]
+        if self._op is not None:
+            slabs = _unfolding_slabs(self.views)
+        else:
+            Mt = np.transpose(self.M, order)
+            slabs = (Mt[:, j : j + J].reshape(d_f, -1) for j in range(0, d_2, J))
+        r = factors[0].shape[1]
+        total = 0.0
+        for j, slab in zip(range(0, d_2, J), slabs, strict=True):
+            # the slab's columns run over (mode order[1] in j:j+J, order[2], ...),
+            # the first slowest, as the Khatri-Rao rows below
+            K = factors[order[1]][j : j + J]
+            for q in order[2:]:
+                K = (K[:, None, :] * factors[q][None, :, :]).reshape(-1, r)
+            R = slab - factors[order[0]] @ K.T
+            total += float(np.vdot(R, R))
+        return total
+
     def mode_grams(self) -> list[np.ndarray]:
         """M_(p) M_(p)^T for every mode (exact HOSVD), computed once."""
         if self._mode_grams is None:
@@ -975,7 +1008,7 @@ class MomentEngine:
         iterations, convergence flag, the relative reconstruction errors and the
         final error of every start.
         """
-        from ._als import broke_down, init_factors, normalize_cp
+        from ._als import BREAKDOWN, broke_down, init_factors, normalize_cp
 
         if len(self.dims) == 2 and self.name != "tensorly":
             weights, factors, errors = self._two_view(rank)
@@ -1005,7 +1038,7 @@ class MomentEngine:
             init_factors(self.mttkrp, self.dims, rank, st, rng, hosvd=self.hosvd_bases)
             for st in starts
         ]
-        diverged = False
+        diverged, rise = False, None
         if self.name == "tensorly":  # the reference: every start run in full
             fits = [self._tensorly(rank, U0, max_iter, tol, linesearch) for U0 in U0s]
             start_errors = [f[4][-1] if f[4] else np.inf for f in fits]
@@ -1013,12 +1046,15 @@ class MomentEngine:
             best = (k, labels[k], fits[k])
         else:
             k, res, start_errors = self._race(U0s, max_iter, tol, linesearch)
-            fit = (res.weights, res.factors, res.n_iter, res.converged, res.errors)
+            kept, n_kept, trace, rise = res.kept()
+            fit = (res.weights, kept, n_kept, res.converged, trace)
             best = (k, labels[k], fit)
             diverged = res.diverged
         _, label, (weights, factors, n_iter, converged, errors) = best
         weights, factors = normalize_cp(weights, factors)
-        broke = broke_down(errors)
+        broke = broke_down(errors) or (
+            rise is not None and rise[3] > rise[1] * (1 + BREAKDOWN)
+        )
         info = {
             "engine": self.name,
             "init": label,
@@ -1030,6 +1066,8 @@ class MomentEngine:
             "errors": errors,
             "start_errors": start_errors,
         }
+        if rise is not None:
+            info["rise"] = rise
         return weights, factors, info
 
     def _race(self, U0s, max_iter: int, tol: float, linesearch: bool):
@@ -1054,10 +1092,11 @@ class MomentEngine:
                 tol=tol,
                 linesearch=linesearch,
                 resume=resume,
+                residual_sq=self.residual_sq,
             )
 
-        def last(res):  # a start that diverged on its first sweep has no error
-            return res.errors[-1] if res.errors else np.inf
+        def last(res):  # the error of the iterate a fit would keep
+            return res.kept_error()
 
         if len(U0s) == 1:
             res = run(U0s[0])
@@ -1083,7 +1122,12 @@ class MomentEngine:
         import tensorly as tl
         from tensorly.decomposition import parafac
 
-        with tl.backend_context("numpy"):
+        with tl.backend_context("numpy"), warnings.catch_warnings():
+            # tensorly advises against normalizing a given start; ours is the
+            # normalization of its own iterates, which it does regardless
+            warnings.filterwarnings(
+                "ignore", "It is not recommended to initialize", UserWarning
+            )
             cp, errors = parafac(
                 self.M,
                 rank,
@@ -1091,6 +1135,10 @@ class MomentEngine:
                 init=tl.cp_tensor.CPTensor((np.ones(rank), U0)),
                 tol=tol,
                 linesearch=linesearch,
+                # unnormalized factors make the r x r solves depend on the column
+                # scales, which drift apart on degenerate fits (see _als); tensorly
+                # 0.10 fails on a matrix with it (a singular solve), so not for m = 2
+                normalize_factors=self.M.ndim > 2,
                 return_errors=True,
             )
         errors = [float(e) for e in errors]
