@@ -659,6 +659,8 @@ def test_nuswide_unavailable_message(tmp_path, monkeypatch):
     assert "lms.comp.nus.edu.sg" in msg and "<root>/raw/nuswide/" in msg
     # a .rar without any extraction tool on the PATH: say so
     raw = tmp_path / "data" / "raw" / "nuswide"
+    assert not raw.exists()  # a failed attempt leaves nothing, not even its folder
+    raw.mkdir(parents=True)
     (raw / "NUS_WID_Low_Level_Features.rar").write_bytes(b"Rar!\x1a\x07\x00")
     monkeypatch.setattr(nuswide.shutil, "which", lambda tool: None)
     with pytest.raises(datasets.DataUnavailableError, match="by hand"):

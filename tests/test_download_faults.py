@@ -332,14 +332,16 @@ def test_path_traversal_archive(server, monkeypatch, sandbox, member):
 class _FullDisk:
     """``open`` for the module under test whose files accept ``room`` bytes, then
     fail with ENOSPC (as a full disk does), for files whose name ends with one of
-    ``names``; every other open is the real one."""
+    ``names`` and for descriptors (temporary files are written through the
+    descriptor that created them); every other open is the real one."""
 
     def __init__(self, room: int, names=(".part",)):
         self.room, self.names, self.opened = room, names, []
 
     def __call__(self, file, mode="r", *args, **kwargs):
         fh = open(file, mode, *args, **kwargs)
-        if any(c in mode for c in "wa") and str(file).endswith(self.names):
+        temporary = isinstance(file, int) or str(file).endswith(self.names)
+        if any(c in mode for c in "wa") and temporary:
             self.opened.append(str(file))
             return _FullFile(fh, self)
         return fh

@@ -45,6 +45,7 @@ from ._base import (
 )
 from ._download import (
     ChecksumError,
+    DataLockedError,
     DataUnavailableError,
     DownloadError,
     UnsafeArchiveError,
@@ -54,6 +55,7 @@ from ._download import (
 __all__ = [
     "DATASETS",
     "ChecksumError",
+    "DataLockedError",
     "DataUnavailableError",
     "Dataset",
     "DatasetSpec",
@@ -133,7 +135,9 @@ def load(
         A raw file does not match its pinned sha256 (it has been deleted).
     DataUnavailableError
         The raw files cannot be obtained; the message says what to download, from
-        where, and where to put it.
+        where, and where to put it. Its subclass :class:`DataLockedError`: another
+        process held the data set's folder for longer than the bound
+        (``TCCA_DATA_LOCK_TIMEOUT``, default 30 min); the message names it.
     WriteError
         A file cannot be written (a full disk, a read-only folder); the message
         names the file and the disk, and no partial file is left.

@@ -331,12 +331,74 @@ def _input_record(path: Path, pinned: str | None) -> dict:
 
 
 def read_manifest(path: str | os.PathLike) -> dict | None:
-    """Return the parsed manifest, or ``None`` when it is missing or unreadable."""
+    """Return the parsed manifest, or ``None`` when it is missing or unreadable.
+
+    Valid JSON of the wrong shape (a list, a field of the wrong type) is
+    unreadable too: the data set is then prepared again.
+    """
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
+            m = json.load(f)
+    except (OSError, ValueError, RecursionError):  # deep nesting: RecursionError
         return None
+    why = _manifest_shape_problem(m)
+    if why is not None:
+        logger.info("%s has the wrong shape (%s)", path, why)
+        return None
+    return m
+
+
+def _manifest_shape_problem(m: Any) -> str | None:
+    """Say which field of a parsed manifest has the wrong type (None: none)."""
+
+    def is_int(v) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    def list_of(kind, v) -> bool:
+        return isinstance(v, list) and all(isinstance(x, kind) for x in v)
+
+    if not isinstance(m, dict):
+        return f"a {type(m).__name__}, not an object"
+    required = {
+        "format_version": is_int,
+        "dataset": lambda v: isinstance(v, str),
+        "options": lambda v: isinstance(v, dict),
+        "inputs": lambda v: isinstance(v, dict),
+        "n_samples": is_int,
+        "view_names": lambda v: list_of(str, v),
+        "view_dims": lambda v: isinstance(v, list) and all(is_int(x) for x in v),
+        "view_formats": lambda v: list_of(str, v) and set(v) <= {"dense", "csr"},
+        "files": lambda v: isinstance(v, dict),
+    }
+    optional = {
+        "extra": lambda v: list_of(str, v),
+        "info": lambda v: isinstance(v, dict),
+        "classes": lambda v: v is None or list_of(str, v),
+        "label_counts": lambda v: v is None or isinstance(v, dict),
+    }
+    for key, ok in required.items():
+        if key not in m or not ok(m[key]):
+            return f"{key!r} is missing or of the wrong type"
+    for key, ok in optional.items():
+        if key in m and not ok(m[key]):
+            return f"{key!r} is of the wrong type"
+    for name, rec in m["inputs"].items():
+        if not (
+            isinstance(rec, dict)
+            and isinstance(rec.get("sha256"), str)
+            and isinstance(rec.get("path", ""), str)
+            and all(is_int(rec.get(k, 0)) for k in ("size", "mtime_ns"))
+        ):
+            return f"input {name!r} is of the wrong shape"
+    views = m["files"].get(VIEWS_FILE)
+    if not (
+        isinstance(views, dict)
+        and is_int(views.get("size"))
+        and isinstance(views.get("sha256", ""), str)
+        and is_int(views.get("mtime_ns", 0))
+    ):
+        return f"files[{VIEWS_FILE!r}] is missing or of the wrong shape"
+    return None
 
 
 class _Corrupted(str):

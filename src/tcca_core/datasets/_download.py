@@ -3,9 +3,9 @@
 Every raw file of every data set goes through this module, so that the guarantees
 below hold in one place:
 
-- **Atomic.** Data are written to ``<final name>.part`` in the destination folder
-  and renamed (``os.replace``) only after the checksum has been verified. A reader
-  of the final name therefore never sees a partial or unverified file.
+- **Atomic.** Data are written to a temporary file in the destination folder and
+  renamed (``os.replace``) only after the checksum has been verified. A reader of
+  the final name therefore never sees a partial or unverified file.
 - **Resumable and retried.** An interrupted download keeps its ``.part`` file; the
   next attempt (in the same call, up to ``retries`` times, or in a later call)
   asks the server for the rest with an HTTP ``Range`` header and starts over if
@@ -26,7 +26,17 @@ below hold in one place:
   unwritable folder) raises :class:`WriteError`: one line naming the file, the disk
   (its mount point and free space) and the cause; the partial file is removed.
 - **Confined.** Nothing is written outside the destination folders handed in by
-  the caller (``<root>/raw/<dataset>/``).
+  the caller (``<root>/raw/<dataset>/``), even when something else writes in them
+  too: temporary files have unpredictable names, are created with ``O_EXCL`` and
+  ``O_NOFOLLOW`` and written only through the descriptor that created them; the one
+  fixed name, a download's ``.part`` (kept to be resumed), is reopened with
+  ``O_NOFOLLOW`` and used only when it is a regular file with one link, owned by
+  this user; a symbolic link or anything else found there is removed, never
+  followed. What is renamed onto the final name is checked to be the file written.
+- **Locked, with a bound.** One process at a time writes a folder (``.lock``,
+  POSIX ``flock``). A lock held by another process is reported (its pid, host and
+  since when) and waited for at most :data:`LOCK_TIMEOUT` seconds, then
+  :class:`DataLockedError`. The lock file is removed on release.
 
 - **Mirror first, then the network.** A local mirror is the first source, not the
   only one: what it lacks is downloaded, unless ``offline``.
@@ -43,11 +53,16 @@ import errno
 import gzip
 import hashlib
 import http.client
+import json
 import logging
 import os
+import secrets
 import shutil
+import socket
 import stat
 import sys
+import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -61,8 +76,10 @@ from typing import TextIO
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "AmbiguousMemberError",
     "Archive",
     "ChecksumError",
+    "DataLockedError",
     "DataUnavailableError",
     "DownloadError",
     "RawFile",
@@ -99,6 +116,7 @@ class DownloadError(RuntimeError):
     def __init__(self, message: str, *, url: str | None = None, reason: str = ""):
         super().__init__(message)
         self.url, self.reason = url, reason
+        self.resume = False  # the network failed: what arrived is kept to resume
 
 
 class DataUnavailableError(RuntimeError):
@@ -137,6 +155,19 @@ class DataUnavailableError(RuntimeError):
         what = f"cannot obtain {', '.join(self.missing)}" if self.missing else ""
         tried = f"tried {'; '.join(self.tried)}" if self.tried else ""
         return "; ".join(t for t in (what, tried, self.hint) if t)
+
+
+class DataLockedError(DataUnavailableError):
+    """Another process held a data folder's lock for longer than the bound.
+
+    A :class:`DataUnavailableError` (the data cannot be had now), so that callers
+    that skip an unavailable data set skip this one too. ``folder`` is the locked
+    folder, ``holder`` says who holds it (pid, host, since when) when known.
+    """
+
+    def __init__(self, message: str, *, folder: str | os.PathLike, holder: str):
+        super().__init__(message)
+        self.folder, self.holder = Path(folder), holder
 
 
 class UnsafeArchiveError(RuntimeError):
@@ -187,23 +218,218 @@ def _limit(size: int | None) -> int | None:
     return None if size is None else size + max(size // 100, 1 << 16)
 
 
-class _Sink:
-    """A ``.part`` file whose write errors become :class:`WriteError`.
+# --------------------------------------------------------------- temporary files
 
-    The error names ``dest``; the file is removed on any error; at most ``limit``
-    bytes are accepted.
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+# a FIFO planted at a temporary name must not block the open
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_CREATE = os.O_RDWR | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC
+
+
+def _kind(st: os.stat_result) -> str:
+    if stat.S_ISLNK(st.st_mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(st.st_mode):
+        return "a folder"
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file"
+    if st.st_nlink != 1:
+        return f"a file with {st.st_nlink} hard links"
+    return "another user's file"
+
+
+def _ours(st: os.stat_result, *, any_owner: bool = False) -> bool:
+    """Tell whether writing the file writes nothing else.
+
+    It must be a regular file with one name (and this user's, unless
+    ``any_owner``): a hard link would make a write land on a file outside the
+    folder.
     """
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        return False
+    return any_owner or not hasattr(os, "geteuid") or st.st_uid == os.geteuid()
 
-    def __init__(
-        self, part: Path, dest: Path, *, limit=None, label="", append=False, keep=False
-    ):
-        self.part, self.dest, self.limit, self.label = part, dest, limit, label
-        self.keep = keep  # keep the part on a read error (a download to resume)
-        self.written = part.stat().st_size if append and part.exists() else 0
+
+def _folder_error(path: Path) -> WriteError:
+    return WriteError(
+        f"{path} is a folder, not a file; remove it (or move it away) and try again"
+    )
+
+
+def _clear(path: Path, dest: Path) -> None:
+    """Remove whatever is at the temporary name ``path``, never following a link."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        raise _folder_error(path)
+    if not _ours(st):
+        logger.warning(
+            "%s is %s, not a temporary file of ours: removing it (it is never "
+            "written through)",
+            path,
+            _kind(st),
+        )
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise _write_error(dest, exc) from exc
+
+
+def _makedirs(folder: Path, dest: Path | None = None) -> list[Path]:
+    """Create ``folder`` and its missing parents; return those created, top first.
+
+    A failure (a read-only data folder) is a :class:`WriteError` naming ``dest``
+    (default: ``folder``).
+    """
+    missing = []
+    p = Path(os.path.abspath(folder))
+    while not os.path.isdir(p) and p != p.parent:
+        missing.append(p)
+        p = p.parent
+    created = []
+    for d in reversed(missing):
         try:
-            self.fh = open(part, "ab" if append else "wb")
+            os.mkdir(d)
+            created.append(d)
+        except FileExistsError:
+            if not os.path.isdir(d):
+                raise _folder_error_of(d) from None
+        except OSError as exc:
+            raise _write_error(dest or folder, exc) from exc
+    return created
+
+
+def _folder_error_of(path: Path) -> WriteError:
+    return WriteError(
+        f"{path} is a file, not a folder; remove it (or move it away) and try again"
+    )
+
+
+def _new_temporary(dest: Path) -> tuple[int, Path]:
+    """Create a file with an unpredictable name beside ``dest``: (descriptor, name).
+
+    The name is never opened again: data go through the descriptor only.
+    """
+    _makedirs(dest.parent, dest)
+    for _ in range(100):
+        part = dest.with_name(f".{dest.name}.{secrets.token_hex(6)}.part")
+        try:
+            return os.open(part, _CREATE, 0o666), part
+        except FileExistsError:
+            continue
         except OSError as exc:
             raise _write_error(dest, exc) from exc
+    raise WriteError(f"cannot create a temporary file beside {dest}")
+
+
+def _open_resumable(part: Path, dest: Path) -> int:
+    """Open a download's fixed ``.part`` name for reading and writing, safely.
+
+    An existing regular file of ours with one link is kept (to be resumed); a
+    symbolic link, a hard link, a FIFO or another user's file there is removed and
+    a new file created with ``O_EXCL``, so that no write ever lands outside.
+    """
+    _makedirs(part.parent, dest)
+    for _ in range(100):
+        try:
+            fd = os.open(part, os.O_RDWR | _O_NOFOLLOW | _O_CLOEXEC | _O_NONBLOCK)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            if exc.errno == errno.EISDIR:
+                raise _folder_error(part) from exc
+            if exc.errno not in (errno.ELOOP, errno.ENXIO, errno.EWOULDBLOCK):
+                raise _write_error(dest, exc) from exc
+            _clear(part, dest)  # a symbolic link (ELOOP), or a FIFO, a socket
+        else:
+            if _ours(os.fstat(fd)):
+                return fd
+            os.close(fd)
+            _clear(part, dest)
+        try:
+            return os.open(part, _CREATE, 0o666)
+        except FileExistsError:
+            continue  # planted again between the removal and the creation
+        except OSError as exc:
+            raise _write_error(dest, exc) from exc
+    raise WriteError(f"cannot create {part}: something keeps putting files there")
+
+
+def _unlink_quietly(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def _fd_sha256(fd: int) -> str:
+    h = hashlib.sha256()
+    offset = 0
+    while block := os.pread(fd, _CHUNK, offset):
+        h.update(block)
+        offset += len(block)
+    return h.hexdigest()
+
+
+def _verify_fd(fd: int, part: Path, expected: str | None, label: str) -> str:
+    """Check the file open as ``fd`` against ``expected`` (delete ``part`` if not)."""
+    actual = _fd_sha256(fd)
+    if expected is not None and actual != expected.lower():
+        _unlink_quietly(part)
+        raise ChecksumError(_mismatch(label, expected, actual, deleted=True))
+    return actual
+
+
+def _commit(fd: int, part: Path, dest: Path) -> None:
+    """Rename the temporary file onto ``dest``, and check it is the one written.
+
+    Someone who can write in the folder could swap another file (a link to a file
+    outside) in at ``part``; then nothing is kept under ``dest``.
+    """
+    try:
+        os.fsync(fd)  # on disk before the rename makes it visible
+        os.replace(part, dest)
+    except OSError as exc:
+        _unlink_quietly(part)
+        if exc.errno in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST):
+            raise _folder_error(dest) from exc
+        if isinstance(exc, FileNotFoundError):
+            raise WriteError(
+                f"writing {dest} failed: its temporary file {part} was removed by "
+                "another process while it was written; nothing was kept"
+            ) from exc
+        raise _write_error(dest, exc) from exc
+    mine = os.fstat(fd)
+    try:
+        st = os.lstat(dest)
+    except FileNotFoundError:
+        st = None
+    if st is None or (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
+        if st is not None and not stat.S_ISDIR(st.st_mode):
+            _unlink_quietly(dest)
+        raise WriteError(
+            f"writing {dest} failed: its temporary file {part} was replaced (by a "
+            "symbolic link or another process writing in the data folder) while it "
+            "was written; nothing was kept"
+        )
+
+
+class _Sink:
+    """Writes to an open temporary file; write errors become :class:`WriteError`.
+
+    The error names ``dest``; at most ``limit`` bytes are accepted (counting the
+    ``start`` bytes already there). The descriptor stays open (its owner verifies
+    and renames the file through it).
+    """
+
+    def __init__(self, fd: int, dest: Path, *, limit=None, label="", start=0):
+        self.dest, self.limit, self.label = dest, limit, label
+        self.written = start
+        # the module's `open` (tests replace it to fill the disk), on the descriptor
+        self.fh = open(fd, "wb", closefd=False)  # noqa: SIM115
 
     def write(self, block: bytes) -> None:
         self.written += len(block)
@@ -227,13 +453,21 @@ class _Sink:
             self.fh.close()
         except OSError as close_exc:
             if exc is None:
-                self.part.unlink(missing_ok=True)
                 raise _write_error(self.dest, close_exc) from close_exc
-        if exc is not None and (
-            not self.keep or isinstance(exc, (WriteError, DownloadError))
-        ):
-            self.part.unlink(missing_ok=True)
         return False
+
+
+@contextlib.contextmanager
+def _temporary(dest: Path) -> Iterator[tuple[int, Path]]:
+    """Yield a new temporary file beside ``dest``: removed unless renamed onto it."""
+    fd, part = _new_temporary(dest)
+    try:
+        yield fd, part
+    except BaseException:
+        _unlink_quietly(part)
+        raise
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -329,13 +563,16 @@ def verify_sha256(
         if delete:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
-        raise ChecksumError(
-            f"checksum mismatch for {label or path}: expected sha256 {expected}, "
-            f"got {actual}"
-            + ("; the file has been deleted" if delete else "")
-            + ". The file is corrupted or not the expected version; fetch it again."
-        )
+        raise ChecksumError(_mismatch(label or path, expected, actual, delete))
     return actual
+
+
+def _mismatch(label, expected: str, actual: str, deleted: bool) -> str:
+    return (
+        f"checksum mismatch for {label}: expected sha256 {expected}, got {actual}"
+        + ("; the file has been deleted" if deleted else "")
+        + ". The file is corrupted or not the expected version; fetch it again."
+    )
 
 
 # --------------------------------------------------------------------------- helpers
@@ -344,7 +581,10 @@ def verify_sha256(
 def looks_like_html(path: str | os.PathLike) -> bool:
     """Return True when a file starts like an HTML document (an error page...)."""
     with open(path, "rb") as f:
-        head = f.read(1024)
+        return _html_head(f.read(1024))
+
+
+def _html_head(head: bytes) -> bool:
     head = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
     return head.startswith((b"<!doctype html", b"<html", b"<head", b"<?xml"))
 
@@ -353,8 +593,153 @@ def _part_path(dest: Path) -> Path:
     return dest.with_name(dest.name + ".part")
 
 
+#: Most seconds to wait for a data folder's lock held by another process (another
+#: job fetching or preparing the same data set) before :class:`DataLockedError`;
+#: the environment variable ``TCCA_DATA_LOCK_TIMEOUT`` overrides it.
+LOCK_TIMEOUT = 1800.0
+_LOCK_REMIND = 60.0  # seconds between "still waiting" messages
+
+
+def _lock_timeout() -> float:
+    text = os.environ.get("TCCA_DATA_LOCK_TIMEOUT")
+    if text is None:
+        return float(LOCK_TIMEOUT)
+    try:
+        return max(float(text), 0.0)
+    except ValueError:
+        logger.warning(
+            "TCCA_DATA_LOCK_TIMEOUT=%r is not a number of seconds; using %s",
+            text,
+            LOCK_TIMEOUT,
+        )
+        return float(LOCK_TIMEOUT)
+
+
+def _holder(fd: int) -> str:
+    """Who holds the lock file open as ``fd``, from what its holder wrote in it.
+
+    Only JSON is read, and only three plain values are used from it.
+    """
+    try:
+        doc = json.loads(os.pread(fd, 4096, 0).decode("utf-8"))
+        pid, host, since = int(doc["pid"]), str(doc["host"]), str(doc["since"])
+    except (OSError, ValueError, TypeError, KeyError, RecursionError):
+        return "another process (it has not said which)"
+    host = "".join(c for c in host if c.isprintable())[:100]
+    since = "".join(c for c in since if c.isprintable())[:40]
+    return f"pid {pid} on host {host} since {since}"
+
+
+def _tell(message: str) -> None:
+    """Log ``message``, and show it where the progress bars go.
+
+    The pipeline's data job logs to a file: waiting must not look like a hang.
+    """
+    logger.warning("%s", message)
+    if PROGRESS_STREAM is not None:
+        with contextlib.suppress(OSError, ValueError):
+            print(message, file=PROGRESS_STREAM, flush=True)
+
+
+def _acquire(folder: Path, timeout: float) -> tuple[int, list[Path]] | None:
+    """Lock ``folder/.lock``; return (descriptor, folders created).
+
+    ``None`` when the folder cannot be written (nothing can be written there by
+    this process either).
+    """
+    import fcntl
+
+    lock = folder / ".lock"
+    created: list[Path] = []
+    start = time.monotonic()
+    told = None
+    for _ in range(1_000_000):
+        try:
+            created += _makedirs(folder, lock)
+            fd = os.open(
+                lock,
+                os.O_RDWR | os.O_CREAT | _O_NOFOLLOW | _O_CLOEXEC | _O_NONBLOCK,
+                0o666,
+            )
+        except FileNotFoundError:
+            continue  # the last holder removed the (empty) folder: make it again
+        except WriteError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, OSError) and cause.errno in (
+                errno.EROFS,
+                errno.EACCES,
+                errno.EPERM,
+            ):
+                logger.debug("no lock in %s (%s): reading only", folder, cause)
+                return None
+            raise
+        except OSError as exc:
+            if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+                logger.debug("no lock in %s (%s): reading only", folder, exc)
+                return None
+            if exc.errno == errno.EISDIR:
+                raise _folder_error(lock) from exc
+            if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EWOULDBLOCK):
+                _clear(lock, lock)  # a planted link or FIFO: never followed
+                continue
+            raise _write_error(lock, exc) from exc
+        st = os.fstat(fd)
+        # another user's lock in a shared folder is a lock; a hard link is not ours
+        if not _ours(st, any_owner=True):
+            os.close(fd)
+            _clear(lock, lock)
+            continue
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                pass
+            waited = time.monotonic() - start
+            if waited >= timeout:
+                holder = _holder(fd)
+                os.close(fd)
+                raise DataLockedError(
+                    f"{folder} is locked by {holder} (another job is fetching or "
+                    f"preparing this data set); gave up after {waited:.0f} s: wait "
+                    "for that job to finish, or stop it (TCCA_DATA_LOCK_TIMEOUT "
+                    "sets how long to wait)",
+                    folder=folder,
+                    holder=holder,
+                )
+            if told is None or time.monotonic() - told >= _LOCK_REMIND:
+                _tell(
+                    f"{folder} is locked by {_holder(fd)} (another job is fetching "
+                    f"or preparing this data set); waiting for it, at most "
+                    f"{timeout - waited:.0f} s more"
+                )
+                told = time.monotonic()
+            # not time.sleep: tests replace it to skip download back-offs
+            threading.Event().wait(min(0.1, max(timeout - waited, 0.0)))
+        # the last holder may have removed the file after we opened it: then this
+        # lock is on a file nobody else will open; take the one at the name instead
+        try:
+            now = os.lstat(lock)
+        except FileNotFoundError:
+            now = None
+        if now is None or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            os.close(fd)
+            continue
+        try:  # who holds it, for whoever waits (best effort: the disk may be full)
+            since = time.strftime("%Y-%m-%d %H:%M:%S %z")
+            doc = {"pid": os.getpid(), "host": socket.gethostname(), "since": since}
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(doc).encode(), 0)
+        except OSError as exc:
+            logger.debug("cannot record the lock's holder in %s: %s", lock, exc)
+        return fd, created
+    raise WriteError(f"cannot lock {lock}: something keeps replacing it")
+
+
 @contextlib.contextmanager
-def file_lock(folder: str | os.PathLike) -> Iterator[None]:
+def file_lock(
+    folder: str | os.PathLike, *, timeout: float | None = None
+) -> Iterator[None]:
     """Hold an exclusive lock on ``folder/.lock`` (POSIX ``flock``; no-op elsewhere).
 
     Two jobs that share a raw folder (SecStr and SecStr-extra read the same wheel)
@@ -362,29 +747,37 @@ def file_lock(folder: str | os.PathLike) -> Iterator[None]:
     that this process cannot write (read-only storage, another user's folder) no
     lock is taken: nothing can be written there by this process either, and a
     write it attempts fails with :class:`WriteError`.
+
+    A lock held by another process is waited for, with a message naming it (pid,
+    host, since when, as its holder wrote them in the file), at most ``timeout``
+    seconds (default :data:`LOCK_TIMEOUT`, or ``TCCA_DATA_LOCK_TIMEOUT``); then
+    :class:`DataLockedError`. On release the lock file is removed, and so are the
+    folders this call created if they are empty: a failed attempt leaves nothing.
+    The lock file is opened with ``O_NOFOLLOW``: a link planted there is removed.
     """
     folder = Path(folder)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fh = open(folder / ".lock", "a+b")
-    except OSError as exc:
-        if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
-            raise
-        logger.debug("no lock in %s (%s): reading only", folder, exc)
-        yield
-        return
-    try:
-        import fcntl
+        import fcntl  # noqa: F401
     except ImportError:  # Windows: no flock; concurrent jobs are the user's problem
-        fh.close()
         yield
         return
-    with fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    got = _acquire(folder, _lock_timeout() if timeout is None else timeout)
+    if got is None:
+        yield
+        return
+    fd, created = got
+    try:
+        yield
+    finally:
+        # removed while still held: a waiter that then gets the lock on the removed
+        # file sees that the name is gone, and starts over (see _acquire)
+        _unlink_quietly(folder / ".lock")
+        for d in reversed(created):
+            try:
+                os.rmdir(d)
+            except OSError:
+                break  # not empty: in use
+        os.close(fd)
 
 
 #: Where download progress bars go (tqdm; shown only when it is a terminal). The
@@ -489,28 +882,70 @@ def download(
         The file cannot be written (a full disk): nothing of it is kept.
     """
     dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    part = _part_path(dest)
     if retries < 1:
         raise ValueError(f"retries must be >= 1, got {retries}")
+    part = _part_path(dest)
+    fd = _open_resumable(part, dest)
+    try:
+        _download_attempts(
+            url, fd, part, dest, retries, timeout, backoff, size, urlopen
+        )
+        if binary and _html_head(os.pread(fd, 1024, 0)):
+            _unlink_quietly(part)
+            raise DownloadError(
+                f"{url} returned an HTML page instead of the expected file for "
+                f"{dest.name} (the host may have moved the file, be down, or require "
+                "a login); nothing was saved",
+                url=url,
+                reason="an HTML page instead of the file",
+            )
+        _verify_fd(fd, part, sha256, label=f"{dest} (downloaded from {url})")
+        _commit(fd, part, dest)
+    except BaseException as exc:
+        # a network failure (or an interruption) keeps what arrived, to be resumed;
+        # a bad or unwritable file does not
+        bad = (WriteError, DownloadError, ChecksumError)
+        resumable = getattr(exc, "resume", False) or not isinstance(exc, bad)
+        if not resumable or os.fstat(fd).st_size == 0:
+            _unlink_quietly(part)
+        raise
+    finally:
+        os.close(fd)
+    logger.info("saved %s", dest)
+    return dest
+
+
+def _download_attempts(
+    url: str,
+    fd: int,
+    part: Path,
+    dest: Path,
+    retries: int,
+    timeout: float,
+    backoff: float,
+    size: int | None,
+    urlopen: Callable,
+) -> None:
+    """Up to ``retries`` attempts to complete the file open as ``fd``."""
     last_error: BaseException | None = None
     for attempt in range(1, retries + 1):
         try:
             _download_once(
-                url, part, dest, timeout=timeout, urlopen=urlopen, limit=_limit(size)
+                url, fd, dest, timeout=timeout, urlopen=urlopen, limit=_limit(size)
             )
-            last_error = None
-            break
+            return
         except urllib.error.HTTPError as exc:
             last_error = exc
             if exc.code == 416:  # our .part is longer than the file: start afresh
-                part.unlink(missing_ok=True)
+                os.ftruncate(fd, 0)
             elif exc.code not in (408, 429, 500, 502, 503, 504):
                 raise DownloadError(
                     f"cannot download {url}: HTTP {exc.code} {exc.reason}",
                     url=url,
                     reason=_reason(exc),
                 ) from exc
+        except (WriteError, DownloadError):
+            raise
         except _RETRYABLE as exc:
             last_error = exc
         logger.warning(
@@ -522,43 +957,31 @@ def download(
         )
         if attempt < retries:
             time.sleep(backoff * 2 ** (attempt - 1))
-    if last_error is not None:
-        kept = (
-            f"; the partial file {part} is kept and the next call resumes it"
-            if part.exists()
-            else ""
-        )
-        raise DownloadError(
-            f"cannot download {url} after {retries} attempt(s): {last_error}{kept}",
-            url=url,
-            reason=f"{_reason(last_error)} ({retries} attempt(s))",
-        ) from last_error
-
-    if binary and looks_like_html(part):
-        part.unlink()
-        raise DownloadError(
-            f"{url} returned an HTML page instead of the expected file for {dest.name} "
-            "(the host may have moved the file, be down, or require a login); "
-            "nothing was saved",
-            url=url,
-            reason="an HTML page instead of the file",
-        )
-    verify_sha256(part, sha256, label=f"{dest} (downloaded from {url})")
-    os.replace(part, dest)
-    logger.info("saved %s", dest)
-    return dest
+    assert last_error is not None  # every attempt failed
+    kept = (
+        f"; the partial file {part} is kept and the next call resumes it"
+        if os.fstat(fd).st_size
+        else ""
+    )
+    error = DownloadError(
+        f"cannot download {url} after {retries} attempt(s): {last_error}{kept}",
+        url=url,
+        reason=f"{_reason(last_error)} ({retries} attempt(s))",
+    )
+    error.resume = True
+    raise error from last_error
 
 
 def _download_once(
     url: str,
-    part: Path,
+    fd: int,
     dest: Path,
     *,
     timeout: float,
     urlopen: Callable,
     limit: int | None = None,
 ) -> None:
-    offset = part.stat().st_size if part.exists() else 0
+    offset = os.fstat(fd).st_size
     headers = {"User-Agent": _USER_AGENT}
     if offset:
         headers["Range"] = f"bytes={offset}-"
@@ -568,6 +991,8 @@ def _download_once(
         if offset and status != 206:
             logger.info("%s: server ignored the resume request; starting over", url)
             offset = 0
+        os.ftruncate(fd, offset)
+        os.lseek(fd, offset, os.SEEK_SET)
         length = resp.headers.get("Content-Length")
         length = int(length) if length is not None and length.isdigit() else None
         total = None if length is None else length + offset
@@ -581,9 +1006,7 @@ def _download_once(
             )
         with (
             _progress_bar(dest.name, total, offset) as progress,
-            _Sink(
-                part, dest, limit=limit, label=url, append=bool(offset), keep=True
-            ) as out,
+            _Sink(fd, dest, limit=limit, label=url, start=offset) as out,
         ):
             while True:
                 block = resp.read(_CHUNK)
@@ -592,7 +1015,7 @@ def _download_once(
                 out.write(block)
                 progress.update(len(block))
     # http.client does not raise when the peer closes early; check the length here
-    size = part.stat().st_size
+    size = os.fstat(fd).st_size
     if total is not None and size != total:
         raise ConnectionError(
             f"connection closed after {size} of {total} bytes of {url}"
@@ -628,19 +1051,18 @@ def copy_verified(
     :class:`DownloadError`; neither leaves a partial file.
     """
     src, dest = Path(src), Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    part = _part_path(dest)
     opener = gzip.open if src.suffix == ".gz" else open
     try:
         fin = opener(src, "rb")
     except OSError as exc:
         raise DownloadError(f"cannot read {src}: {exc}") from exc
     label = f"{dest} (copied from {src})"
-    with fin, _Sink(part, dest, limit=_limit(size), label=label) as out:
-        for block in _read_blocks(fin, src):
-            out.write(block)
-    verify_sha256(part, sha256, label=f"{dest} (copied from {src})")
-    os.replace(part, dest)
+    with fin, _temporary(dest) as (fd, part):
+        with _Sink(fd, dest, limit=_limit(size), label=label) as out:
+            for block in _read_blocks(fin, src):
+                out.write(block)
+        _verify_fd(fd, part, sha256, label)
+        _commit(fd, part, dest)
     logger.info("copied %s -> %s", src, dest)
     return dest
 
@@ -683,6 +1105,16 @@ def _open_zip(archive: Path) -> zipfile.ZipFile:
         raise DownloadError(f"{archive} is not a valid zip archive{hint}") from exc
 
 
+class AmbiguousMemberError(DownloadError):
+    """An archive lacks a member's exact path and holds several of its base name.
+
+    Raised by :func:`extract_members` after extracting the other members, which
+    ``extracted`` lists (member path -> destination path).
+    """
+
+    extracted: dict[str, Path]
+
+
 def _find_member(zf: zipfile.ZipFile, member: str) -> zipfile.ZipInfo | None:
     try:
         return zf.getinfo(member)
@@ -693,7 +1125,13 @@ def _find_member(zf: zipfile.ZipFile, member: str) -> zipfile.ZipInfo | None:
             for i in zf.infolist()
             if not i.is_dir() and PurePosixPath(i.filename).name == base
         ]
-        return hits[0] if len(hits) == 1 else None
+        if len(hits) > 1:
+            names = ", ".join(sorted(i.filename for i in hits))
+            raise AmbiguousMemberError(
+                f"{zf.filename}: {base} is ambiguous: no member {member}, and "
+                f"{len(hits)} members named {base} ({names}); keep one of them"
+            ) from None
+        return hits[0] if hits else None
 
 
 def extract_members(
@@ -721,15 +1159,25 @@ def extract_members(
     dict
         Member path -> destination path, for the members found (missing members are
         skipped; the caller decides whether that is an error).
+
+    Raises
+    ------
+    AmbiguousMemberError
+        A member is not at its path and several members have its base name.
     """
     archive = Path(archive)
     sha256 = sha256 or {}
     sizes = sizes or {}
     out: dict[str, Path] = {}
+    ambiguous: list[AmbiguousMemberError] = []
     with _open_zip(archive) as zf:
         check_archive_members(zf, archive)
         for member, dest in members.items():
-            info = _find_member(zf, member)
+            try:
+                info = _find_member(zf, member)
+            except AmbiguousMemberError as exc:
+                ambiguous.append(exc)
+                continue
             if info is None:
                 continue
             dest = Path(dest)
@@ -742,17 +1190,18 @@ def extract_members(
                     "bytes (a damaged archive, a decompression bomb or another "
                     "version); nothing was extracted"
                 )
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            part = _part_path(dest)
             src = f"{archive}:{info.filename}"
-            with zf.open(info) as fin, _Sink(part, dest, limit=limit, label=label) as o:
-                for block in _read_blocks(fin, src):
-                    o.write(block)
-            verify_sha256(
-                part, sha256.get(member), label=f"{dest} (member of {archive})"
-            )
-            os.replace(part, dest)
+            with zf.open(info) as fin, _temporary(dest) as (fd, part):
+                with _Sink(fd, dest, limit=limit, label=label) as o:
+                    for block in _read_blocks(fin, src):
+                        o.write(block)
+                _verify_fd(fd, part, sha256.get(member), label)
+                _commit(fd, part, dest)
             out[member] = dest
+    if ambiguous:
+        error = AmbiguousMemberError("; ".join(str(e) for e in ambiguous))
+        error.extracted = out
+        raise error
     return out
 
 
@@ -761,9 +1210,13 @@ def safe_extract_all(archive: str | os.PathLike, dest_dir: str | os.PathLike) ->
     archive, dest_dir = Path(archive), Path(dest_dir)
     with _open_zip(archive) as zf:
         check_archive_members(zf, archive)
-        tmp = dest_dir / f".extract-{archive.name}.part"
-        if tmp.exists():
-            shutil.rmtree(tmp)
+        _makedirs(dest_dir)
+        try:  # an unpredictable name, only this user may write in it
+            tmp = Path(
+                tempfile.mkdtemp(dir=dest_dir, prefix=f".extract-{archive.name}-")
+            )
+        except OSError as exc:
+            raise _write_error(dest_dir / archive.name, exc) from exc
         try:
             zf.extractall(tmp)
         except OSError as exc:  # BadZipFile and CRC errors are not OSErrors
@@ -776,16 +1229,32 @@ def safe_extract_all(archive: str | os.PathLike, dest_dir: str | os.PathLike) ->
             shutil.rmtree(tmp, ignore_errors=True)
             raise
     # move the top-level entries into place only once all of them are written
-    for entry in sorted(tmp.iterdir()):
-        target = dest_dir / entry.name
-        if target.exists():
-            if target.is_dir():
-                shutil.rmtree(target)
-            else:
-                target.unlink()
-        os.replace(entry, target)
-    tmp.rmdir()
+    try:
+        for entry in sorted(tmp.iterdir()):
+            _replace_entry(entry, dest_dir / entry.name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return dest_dir
+
+
+def _replace_entry(entry: Path, target: Path) -> None:
+    """Move ``entry`` (a file or folder) to ``target``, replacing what is there.
+
+    A symbolic link at ``target`` is replaced, never followed (its target is not
+    touched); a failure is a :class:`WriteError` naming ``target``.
+    """
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
+        st = None
+    try:
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            shutil.rmtree(target)
+        elif st is not None:
+            os.unlink(target)
+        os.replace(entry, target)
+    except OSError as exc:
+        raise _write_error(target, exc) from exc
 
 
 # --------------------------------------------------------------------------- fetching
@@ -842,29 +1311,43 @@ def fetch_raw_files(
     errors: list[str] = []
     tried: list[str] = []  # the same, a few words each
     mdir = Path(mirror) / dataset if mirror is not None else None
+    blocked: dict[str, str] = {}  # raw file name -> why it cannot be written
+    notes: dict[str, str] = {}  # raw file name -> why the mirror did not give it
 
     def missing() -> list[RawFile]:
-        return [f for f in files if f.name not in found]
+        return [f for f in files if f.name not in found and f.name not in blocked]
 
     def from_archive(path: Path, arch: Archive) -> None:
         wanted = {
             m: n for m, n in arch.members.items() if n in by_name and n not in found
         }
+        wanted = {m: n for m, n in wanted.items() if n not in blocked}
         if not wanted:
             return
-        got = extract_members(
-            path,
-            {m: raw_dir / n for m, n in wanted.items()},
-            {m: by_name[n].sha256 for m, n in wanted.items()},
-            {m: by_name[n].size for m, n in wanted.items()},
-        )
+        try:
+            got = extract_members(
+                path,
+                {m: raw_dir / n for m, n in wanted.items()},
+                {m: by_name[n].sha256 for m, n in wanted.items()},
+                {m: by_name[n].size for m, n in wanted.items()},
+            )
+        except AmbiguousMemberError as exc:
+            got = exc.extracted
+            if path.parent == mdir:  # said with the mirror's other reasons
+                for n in set(wanted.values()) - {wanted[m] for m in got}:
+                    notes[n] = str(exc)
+            else:
+                errors.append(str(exc))
+                tried.append(f"{path} ({exc})")
         for m, p in got.items():
             found[wanted[m]] = p
 
     with file_lock(raw_dir):
         for f in files:
             path = raw_dir / f.name
-            if path.exists():
+            if path.is_dir():
+                blocked[f.name] = f"{path} is a folder, not a file: remove it"
+            elif path.exists():
                 verify_sha256(path, f.sha256)
                 found[f.name] = path
         if mdir is not None:
@@ -875,6 +1358,8 @@ def fetch_raw_files(
                             cand, raw_dir / f.name, f.sha256, f.size
                         )
                         break
+                    if cand.is_dir():
+                        notes[f.name] = f"{cand} is a folder, not a file"
             for arch in archives:
                 if missing() and (mdir / arch.name).is_file():
                     # never delete anything in a mirror: it is not ours
@@ -895,8 +1380,16 @@ def fetch_raw_files(
                     except ChecksumError as exc:  # another version is installed
                         errors.append(str(exc))
         if mdir is not None and missing():
-            errors.append(f"not in the mirror folder {mdir}")
-            tried.append(f"the mirror {mdir}/ (not there)")
+            why = list(
+                dict.fromkeys(notes[f.name] for f in missing() if f.name in notes)
+            )
+            errors.extend(why)
+            absent = [f.name for f in missing() if f.name not in notes]
+            if absent:  # only what is simply not there is "not there"
+                named = f"{', '.join(absent)} " if why else ""
+                errors.append(f"{named}not in the mirror folder {mdir}")
+                why.append(f"{named}not there")
+            tried.append(f"the mirror {mdir}/ ({'; '.join(why)})")
         if offline:
             if missing():
                 errors.append("downloads are off (offline)")
@@ -944,8 +1437,11 @@ def fetch_raw_files(
                         errors.append(str(exc))
                         tried.append(f"{url} ({exc.reason or exc})")
 
-    if missing():
-        names = [f.name for f in missing()]
+    if blocked:
+        errors[:0] = list(blocked.values())
+        tried[:0] = list(blocked.values())
+    if missing() or blocked:
+        names = [f.name for f in files if f.name not in found]
         listed = "".join(f"\n  - {e}" for e in errors)
         raise DataUnavailableError(
             f"{dataset}: cannot obtain {', '.join(names)}."

@@ -63,6 +63,7 @@ import logging
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -72,6 +73,9 @@ from ._download import (
     DataUnavailableError,
     DownloadError,
     UnsafeArchiveError,
+    _makedirs,
+    _replace_entry,
+    _write_error,
     download,
     file_lock,
     safe_extract_all,
@@ -228,10 +232,18 @@ def _plan(found: dict[str, Path]) -> tuple[dict | None, list[str]]:
 
 def _extract_rar(archive: Path, dest: Path) -> None:
     """Extract a .rar with whichever command-line tool is installed."""
-    tmp = dest / f".extract-{archive.name}.part"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
+    _makedirs(dest)
+    try:  # an unpredictable name, that only this user may write in
+        tmp = Path(tempfile.mkdtemp(dir=dest, prefix=f".extract-{archive.name}-"))
+    except OSError as exc:
+        raise _write_error(dest / archive.name, exc) from exc
+    try:
+        _run_extractors(archive, dest, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run_extractors(archive: Path, dest: Path, tmp: Path) -> None:
     tools = [
         ("unrar", ["unrar", "x", "-o+", "-y", str(archive), str(tmp) + os.sep]),
         ("7z", ["7z", "x", "-y", f"-o{tmp}", str(archive)]),
@@ -244,23 +256,18 @@ def _extract_rar(archive: Path, dest: Path) -> None:
         logger.info("extracting %s with %s", archive, tool)
         res = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if res.returncode != 0:
-            shutil.rmtree(tmp)
             raise DownloadError(
                 f"{tool} failed on {archive}: {res.stderr.strip()[-500:]}"
             )
         # the tools refuse '..' members themselves; refuse links that point outside
+        # (both sides resolved: the data folder may itself be under a link)
+        inside = Path(os.path.realpath(tmp))
         for p in tmp.rglob("*"):
-            if p.is_symlink() and not p.resolve().is_relative_to(tmp.resolve()):
-                shutil.rmtree(tmp)
+            if p.is_symlink() and not Path(os.path.realpath(p)).is_relative_to(inside):
                 raise UnsafeArchiveError(f"{archive}: member {p.name} links outside")
         for entry in sorted(tmp.iterdir()):
-            target = dest / entry.name
-            if target.exists():
-                shutil.rmtree(target) if target.is_dir() else target.unlink()
-            os.replace(entry, target)
-        tmp.rmdir()
+            _replace_entry(entry, dest / entry.name)
         return
-    tmp.rmdir()
     raise DataUnavailableError(
         f"cannot extract {archive}: no unrar, 7z, bsdtar or unar on the PATH. "
         f"Extract it by hand into {dest} (so that {dest}/Low_Level_Features/ exists)."
