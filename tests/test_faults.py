@@ -216,18 +216,20 @@ def test_atomic_write(tmp_path):
     from tcca_core._io import atomic_write
 
     out = tmp_path / "sub" / "fit.csv"
-    with atomic_write(out) as part:
-        part.write_text("a,b\n1,2\n")
+    with atomic_write(out) as part:  # an open file, written through its descriptor
+        part.write(b"a,b\n1,2\n")
         assert not out.exists()
-    assert out.read_text() == "a,b\n1,2\n" and not part.exists()
+    assert out.read_text() == "a,b\n1,2\n"
     with pytest.raises(RuntimeError), atomic_write(out) as part:
-        part.write_text("half")
+        part.write(b"half")
         raise RuntimeError("boom")
-    assert out.read_text() == "a,b\n1,2\n" and not part.exists()  # old one kept
+    assert out.read_text() == "a,b\n1,2\n"  # old one kept
     with atomic_write(out, unique_prefix=".part-1~") as part:  # concurrent writers
-        assert part.name.startswith(".part-1~") and part.suffix == ".csv"
-        part.write_text("c\n")
-    assert out.read_text() == "c\n" and not part.exists()
+        (tmp,) = (p for p in out.parent.iterdir() if p != out)
+        assert tmp.name.startswith(".part-1~") and tmp.suffix == ".csv"
+        part.write(b"c\n")
+    assert out.read_text() == "c\n"
+    assert [p.name for p in out.parent.iterdir()] == ["fit.csv"]  # no leftovers
 
 
 def test_script_killed_mid_write_leaves_no_partial_output(tmp_path):
@@ -237,16 +239,16 @@ def test_script_killed_mid_write_leaves_no_partial_output(tmp_path):
         import os, signal
         from tcca_core._io import atomic_write
         with atomic_write({str(tmp_path / "fit.csv")!r}) as part:
-            with open(part, "w") as f:
-                f.write("dataset,setting,method\\n" * 1000)
-                f.flush()
-                os.kill(os.getpid(), signal.SIGKILL)
+            part.write(b"dataset,setting,method\\n" * 1000)
+            part.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
         """
     )
     res = subprocess.run([sys.executable, "-c", code], check=False, timeout=120)
     assert res.returncode == -signal.SIGKILL
     assert not (tmp_path / "fit.csv").exists()
-    assert (tmp_path / "fit.csv.part").stat().st_size > 0  # the rerun overwrites it
+    (left,) = tmp_path.glob(".fit.csv.*.part")  # what the killed writer wrote
+    assert left.stat().st_size > 0
 
 
 # Files that may write or rename outside atomic_write: the helper itself, the

@@ -32,6 +32,14 @@ from tcca_core.protocol import METHODS, make_splits, run_method
 COLS = ["val_acc", "test_acc", "r", "k", "params"]
 
 
+@pytest.fixture(autouse=True)
+def key_file(tmp_path_factory, monkeypatch):
+    """Each test's own fit cache key, outside its cache folders (not ~/.config)."""
+    path = tmp_path_factory.mktemp("fit-cache-key") / "fit-cache.key"
+    monkeypatch.setenv(fit_cache.KEY_ENV, str(path))
+    return path
+
+
 @pytest.fixture
 def data():
     rng = np.random.default_rng(0)
@@ -221,8 +229,8 @@ class _TCCAWithInit(TCCA):
 
 
 def test_estimators_with_new_params_and_attributes_round_trip(data, tmp_path):
-    """Nothing is hard-coded per estimator: a new constructor parameter and new
-    fitted or private attributes of any supported type are stored and rebuilt."""
+    """A new constructor parameter, new fitted attributes and the private attributes
+    the allow-list declares, of any supported type, are stored and rebuilt."""
     views, _, _ = data
     est = _TCCAWithInit(2, n_init=3, max_iter=20)
     TCCA.fit(est, views)
@@ -245,7 +253,10 @@ def test_estimators_with_new_params_and_attributes_round_trip(data, tmp_path):
     name = f"{_TCCAWithInit.__module__}.{_TCCAWithInit.__qualname__}"
     module = _TCCAWithInit.__module__
     with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(fit_cache._CLASSES, name, (module, "_TCCAWithInit"))
+        # TCCA's parameters this subclass does not take are plain attributes here
+        inherited = set(vars(TCCA())) - set(est.get_params())
+        extra = (*fit_cache._CLASSES["tcca_core._tcca.TCCA"][2], *inherited, "_private")
+        mp.setitem(fit_cache._CLASSES, name, (module, "_TCCAWithInit", extra))
         cache = FitCache(tmp_path)
         cache["key"] = {"path": {2: est, 3: est}, "cost": ({"fit_s": 0.5}, 2)}
         got = FitCache(tmp_path)["key"]
@@ -279,7 +290,7 @@ def test_failed_write_leaves_nothing_and_keeps_the_fit(data, tmp_path, monkeypat
     kw = dict(r_grid=[2], params={"eps": [1e-2], "max_iter": 20}, seed=3)
     expected = run_method(views, y, splits[0], "tcca", **kw)
 
-    def full(fh, meta, arrays):
+    def full(fh, meta, arrays, mac):
         fh.write(b"x" * 1000)
         raise OSError(errno.ENOSPC, "No space left on device")
 

@@ -8,6 +8,14 @@ file under the final name, so a rerun redoes the job instead of trusting half a
 table. On an exception the temporary file is removed and the old file, if any, is
 kept.
 
+The temporary file is created with ``O_CREAT | O_EXCL | O_NOFOLLOW`` under an
+unpredictable name and written only through the descriptor that created it; its name
+is never opened again. Someone else who can write the folder (a shared fit cache)
+therefore cannot make a write land elsewhere by planting or swapping in a symbolic
+link: a planted name makes the creation fail (and another name is drawn), and a link
+swapped in after the creation is at worst renamed onto the final name, which
+receives no data through it.
+
 Standard library only. (Resumable downloads keep their ``.part`` file between
 attempts on purpose, so :mod:`tcca_core.datasets._download` streams to its own
 ``.part`` files and renames them after the checksum.)
@@ -17,52 +25,81 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO, cast
 
 __all__ = ["atomic_write", "atomic_write_text", "write_csv"]
+
+_CREATE_FLAGS = (
+    os.O_WRONLY
+    | os.O_CREAT
+    | os.O_EXCL
+    | sum(getattr(os, flag, 0) for flag in ("O_NOFOLLOW", "O_CLOEXEC", "O_BINARY"))
+)
+_TRIES = 100  # names already taken in a row before giving up (as tempfile does)
+
+
+def _create(
+    folder: Path, prefix: str, suffix: str, mode: int = 0o666
+) -> tuple[int, Path]:
+    """Create a new file with an unpredictable name in ``folder``.
+
+    Returns its descriptor (open for writing) and its path. ``mode`` is masked by
+    the umask (0o666: as for a file opened with ``open(path, "w")``).
+    """
+    for _ in range(_TRIES):
+        part = folder / f"{prefix}{secrets.token_hex(8)}{suffix}"
+        try:
+            return os.open(part, _CREATE_FLAGS, mode), part
+        except FileExistsError:
+            continue  # taken (or planted): draw another name
+    raise FileExistsError(f"no free temporary name in {folder} after {_TRIES} tries")
 
 
 @contextlib.contextmanager
 def atomic_write(
     path: str | os.PathLike, *, unique_prefix: str | None = None
-) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it onto ``path`` on success.
+) -> Iterator[BinaryIO]:
+    """Yield a new temporary file beside ``path``; rename it onto ``path`` on success.
 
     Parameters
     ----------
     path : path-like
         The final name. Its folder is created if needed.
     unique_prefix : str, optional
-        Give the temporary file a unique name starting with this prefix (and ending
-        with ``path``'s suffix), for folders that several processes write at once
-        (the fit cache). By default it is ``<name>.part``, so a killed job's
-        leftover is overwritten by its rerun.
+        Start of the temporary file's name (the rest is random; it ends with
+        ``path``'s suffix). By default it is ``.<name>.`` and the name ends with
+        ``.part``.
 
     Yields
     ------
-    pathlib.Path
-        Where to write. Writers that pick a format from the file name (e.g.
-        matplotlib's ``savefig``) must be told the format of ``path``.
+    BinaryIO
+        The temporary file, open for writing (and seekable). The writer may close
+        it; it must not open the temporary file by name. Writers that pick a format
+        from a file name (e.g. matplotlib's ``savefig``) must be told ``path``'s.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if unique_prefix is None:
-        part = path.with_name(path.name + ".part")
+        fd, part = _create(path.parent, f".{path.name}.", ".part")
     else:
-        fd, name = tempfile.mkstemp(
-            dir=path.parent, prefix=unique_prefix, suffix=path.suffix
-        )
-        os.close(fd)
-        part = Path(name)
+        fd, part = _create(path.parent, unique_prefix, path.suffix)
     try:
-        yield part
-        with open(part, "rb") as f:  # on disk before the rename makes it visible
-            os.fsync(f.fileno())
+        # The writer gets a duplicate, so that closing (or wrapping) it leaves the
+        # descriptor this function syncs.
+        with os.fdopen(os.dup(fd), "wb") as fh:
+            yield cast(BinaryIO, fh)
+        os.fsync(fd)  # on disk before the rename makes it visible
+        os.close(fd)
+        fd = -1
         os.replace(part, path)
     except BaseException:
-        part.unlink(missing_ok=True)
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(OSError):  # gone, or swapped for a directory
+            os.unlink(part)  # a link swapped in is removed, not followed
         raise
 
 
@@ -70,11 +107,12 @@ def atomic_write_text(
     path: str | os.PathLike, text: str, *, encoding: str = "utf-8"
 ) -> None:
     """Write ``text`` to ``path`` atomically (see :func:`atomic_write`)."""
-    with atomic_write(path) as part:
-        part.write_text(text, encoding=encoding)
+    with atomic_write(path) as fh:
+        fh.write(text.encode(encoding))
 
 
 def write_csv(frame, path: str | os.PathLike) -> None:
     """Write a pandas DataFrame as CSV (UTF-8, no index, LF line ends), atomically."""
-    with atomic_write(path) as part:
-        frame.to_csv(part, index=False, lineterminator="\n")
+    text = frame.to_csv(index=False, lineterminator="\n")
+    with atomic_write(path) as fh:
+        fh.write(text.encode("utf-8"))

@@ -13,9 +13,12 @@ for every call given that mapping. A ``dict`` shares within one process;
 A key is the caller's description of the fit (method, grid point, fit rows, seed, a
 digest of the data) plus a digest of this package's source files and of the numeric
 libraries' versions: a changed implementation never reads an old entry. Entries are
-written to a temporary name and renamed, so a reader never sees a partial one and
-concurrent writers of one key (identical contents) are harmless; the temporary files
-of killed writers are removed by the next :class:`FitCache` on the folder.
+written to a new file of an unpredictable name (created exclusively, never followed
+through a link, written only through its descriptor) and renamed, so a reader never
+sees a partial one, concurrent writers of one key (identical contents) are harmless,
+and someone else who can write the folder cannot redirect a write outside it; the
+temporary files of killed writers are removed by the next :class:`FitCache` on the
+folder.
 
 **Entries hold data, never code.** An entry is an ``.npz`` file (an uncompressed zip
 of ``.npy`` arrays, read with ``allow_pickle=False``) whose ``__meta__`` member is a
@@ -23,25 +26,42 @@ JSON document: the format version, the digest of the entry's key and the value a
 tree of plain JSON values and tagged nodes (lists, tuples, dicts with any keys,
 numpy scalars, arrays and scipy.sparse matrices by reference to the zip's members,
 and the estimators of this package). An estimator is stored as its class name, its
-``get_params()`` and its instance attributes (fitted ``*_`` attributes and the
-private ones ``transform`` needs, encoded recursively); it is rebuilt by calling
-that class, looked up by name in a fixed allow-list of ``tcca_core`` classes, with
-the parameters and setting the attributes. Nothing in a file can name a function or
-a module, so a cache folder written by someone else can at worst be wrong, never
-run code. Objects shared within a value (the kernels and Cholesky factors of a KTCCA
-rank path) are stored once and shared again when read.
+``get_params()`` and its instance attributes; it is rebuilt by calling that class,
+looked up by name in a fixed allow-list of ``tcca_core`` classes, with the
+parameters and setting the attributes. Only fitted ``*_`` attributes and the few
+others the allow-list names for the class are set, and none that shadows a class
+attribute (an entry setting ``transform`` is refused, not served). Nothing in a file
+can name a function or a module, so no entry can run code. Objects shared within a
+value (the kernels and Cholesky factors of a KTCCA rank path) are stored once and
+shared again when read.
+
+**Entries are authenticated.** The ``__mac__`` member is an HMAC-SHA256, under a
+secret key of the user, of ``__meta__`` and of every array (name, dtype, shape,
+order and data, as read). The key lives outside the cache folder
+(:func:`default_key_file`: ``$TCCA_FIT_CACHE_KEY_FILE``, else
+``~/.config/tcca/fit-cache.key``), is created with mode 0600 on first use, and is
+refused when it is a link, another user's file or readable by others. An entry whose
+HMAC does not verify (edited, forged, or written with another key) is logged and
+refitted, so someone who can write the folder but does not hold the key can cost
+refits, never change a result. Users who want to share one folder's fits share the
+key file, and so trust each other's entries; the HMAC is checked on the arrays as
+read, before anything is decoded (one pass over the entry's bytes).
 
 An entry is refused (logged, and refitted) when it is not a regular file (a FIFO, a
-directory, a symbolic link), is not such a zip, holds a compressed member, names an
-unknown class or tag, or was written for another key (its key digest differs: a file
-copied over another entry's name). A value that cannot be stored this way (an
-estimator holding a callable kernel, say) is logged and simply not cached.
+directory, a symbolic link), is not such a zip, holds a compressed member, fails its
+HMAC, names an unknown class, tag or attribute, or was written for another key (its
+key digest differs: a file copied over another entry's name). A value that cannot
+be stored this way (an estimator holding a callable kernel, say) is logged and
+simply not cached. A folder that cannot be created, or a key that cannot be used,
+is logged once and the cache then stores and serves nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
+import hmac
 import json
 import logging
 import os
@@ -57,17 +77,27 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ._io import atomic_write
+from ._io import _create, atomic_write
 
-__all__ = ["FitCache", "code_digest", "decode_value", "encode_value"]
+__all__ = [
+    "FitCache",
+    "code_digest",
+    "decode_value",
+    "default_key_file",
+    "encode_value",
+]
 
 logger = logging.getLogger(__name__)
 
 _LIBRARIES = ("numpy", "scipy", "scikit-learn", "tensorly")
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: entries carry an HMAC (__mac__)
 _SUFFIX = ".npz"
 _META = "__meta__"
+_MAC = "__mac__"
+KEY_ENV = "TCCA_FIT_CACHE_KEY_FILE"
+_KEY_BYTES = 32
+_KEY_MAX_BYTES = 4096
 _PART = ".part-"
 _STALE_PART_S = 24 * 3600  # a temporary file this old belongs to no live writer
 # Never follow a link, never block on a FIFO swapped in after the lstat.
@@ -75,19 +105,22 @@ _READ_FLAGS = os.O_RDONLY | sum(
     getattr(os, flag, 0) for flag in ("O_NOFOLLOW", "O_NONBLOCK", "O_CLOEXEC")
 )
 
-# The only classes an entry may name: "module.QualName" -> (module, attribute).
-# A name is looked up here before anything is imported.
-_CLASSES = {
-    f"{module}.{name}": (module, name)
-    for module, name in (
-        ("tcca_core._tcca", "TCCA"),
-        ("tcca_core._ktcca", "KTCCA"),
-        ("tcca_core.baselines._cca", "CCA"),
-        ("tcca_core.baselines._cca", "KCCA"),
-        ("tcca_core.baselines._cca_ls", "CCALS"),
-        ("tcca_core.baselines._dse", "DSE"),
-        ("tcca_core.baselines._ssmvd", "SSMVD"),
-        ("tcca_core.kernels", "ViewKernel"),
+# The only classes an entry may name: "module.QualName" -> (module, attribute,
+# the instance attributes it may carry besides its get_params() and its fitted
+# ``*_`` ones). A name is looked up here before anything is imported. A class that
+# gains a private attribute its transform needs must list it here; until then its
+# fits are not cached (a warning, and the round-trip test fails).
+_CLASSES: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    f"{module}.{name}": (module, name, extra)
+    for module, name, extra in (
+        ("tcca_core._tcca", "TCCA", ()),
+        ("tcca_core._ktcca", "KTCCA", ()),
+        ("tcca_core.baselines._cca", "CCA", ()),
+        ("tcca_core.baselines._cca", "KCCA", ()),
+        ("tcca_core.baselines._cca_ls", "CCALS", ()),
+        ("tcca_core.baselines._dse", "DSE", ()),
+        ("tcca_core.baselines._ssmvd", "SSMVD", ()),
+        ("tcca_core.kernels", "ViewKernel", ("kernel", "gamma")),  # no get_params
     )
 }
 _SPARSE = frozenset(
@@ -134,8 +167,24 @@ def _resolve_class(name) -> type:
     """Return the allow-listed class ``name``; refuse anything else before importing."""
     if not isinstance(name, str) or name not in _CLASSES:
         raise EntryError(f"class {name!r} is not one a cache entry may hold")
-    module, attr = _CLASSES[name]
+    module, attr, _ = _CLASSES[name]
     return getattr(import_module(module), attr)
+
+
+def _check_attribute(name: str, cls: type, attr) -> None:
+    """Refuse an instance attribute that ``cls`` (allow-listed as ``name``) lacks.
+
+    Allowed: fitted ``*_`` attributes and the ones ``_CLASSES`` lists for ``cls``,
+    and none that shadows a class attribute (a method such as ``transform`` or
+    ``__reduce_ex__``), which would break the rebuilt estimator.
+    """
+    if type(attr) is not str or not attr.isidentifier():
+        raise EntryError(f"attribute name {attr!r}")
+    fitted = attr.endswith("_") and not attr.startswith("_")
+    if not fitted and attr not in _CLASSES[name][2]:
+        raise EntryError(f"{name} does not carry an attribute {attr!r}")
+    if hasattr(cls, attr):
+        raise EntryError(f"attribute {attr!r} would shadow {name}.{attr}")
 
 
 class _Encoder:
@@ -213,6 +262,11 @@ class _Encoder:
             raise TypeError(f"objects of type {name} cannot be stored")
         params = x.get_params(deep=False) if hasattr(x, "get_params") else {}
         state = {k: v for k, v in vars(x).items() if k not in params}
+        for attr in state:  # what the decoder would refuse is never written
+            try:
+                _check_attribute(name, cls, attr)
+            except EntryError as exc:
+                raise TypeError(str(exc)) from None
         return {
             "t": "object",
             "cls": name,
@@ -317,12 +371,15 @@ class _Decoder:
             x.data = parts["data"]
             return x
         if tag == "object":
-            cls = _resolve_class(node.get("cls"))
+            name = node.get("cls")
+            cls = _resolve_class(name)
             params = self._items(node.get("params"))
             state = self._items(node.get("state"))
-            if not all(type(k) is str for k in (*params, *state)):
-                raise EntryError("attribute names must be strings")
-            obj = cls(**params)
+            if not all(type(k) is str and k.isidentifier() for k in params):
+                raise EntryError("parameter names must be identifiers")
+            for attr in state:
+                _check_attribute(name, cls, attr)
+            obj = cls(**params)  # an unknown parameter: TypeError, a miss
             vars(obj).update(state)
             return obj
         raise EntryError(f"unknown node type {tag!r}")
@@ -343,13 +400,126 @@ def decode_value(tree, arrays) -> object:
     return _Decoder(arrays).decode(tree)
 
 
+# ---------------------------------------------------------------- authentication
+
+
+class KeyFileError(OSError):
+    """A fit cache key file that cannot be used (a link, readable by others...)."""
+
+
+def default_key_file() -> Path:
+    """Where this user's fit cache key is kept (see :class:`FitCache`).
+
+    ``$TCCA_FIT_CACHE_KEY_FILE`` if set, else ``$XDG_CONFIG_HOME/tcca/fit-cache.key``
+    (``~/.config/tcca/fit-cache.key`` without ``XDG_CONFIG_HOME``).
+    """
+    env = os.environ.get(KEY_ENV)
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
+    return Path(base) / "tcca" / "fit-cache.key"
+
+
+def _read_key(path: Path) -> bytes:
+    """Read the key in ``path``, a regular file of this user closed to others.
+
+    A link, another user's file or one that others may read or write is refused
+    (``KeyFileError``): someone else could know or choose the key.
+    """
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise KeyFileError(f"key file {path} is a symbolic link") from None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise KeyFileError(f"key file {path} is not a regular file")
+        if hasattr(os, "getuid") and st.st_uid != os.getuid():
+            raise KeyFileError(f"key file {path} belongs to another user")
+        if st.st_mode & 0o077:
+            raise KeyFileError(
+                f"key file {path} is open to other users (mode "
+                f"{stat.S_IMODE(st.st_mode):o}; chmod 600 it, or delete it to get a "
+                "new key)"
+            )
+        key = fh.read(_KEY_MAX_BYTES + 1)
+    if not 16 <= len(key) <= _KEY_MAX_BYTES:
+        raise KeyFileError(f"key file {path} holds {len(key)} bytes, not 16 to 4096")
+    return key
+
+
+def _load_key(path: Path) -> bytes:
+    """Read the key file ``path``, creating it with a new random key if missing.
+
+    A new key is written to a temporary file (mode 0600) and linked to ``path``,
+    which fails if ``path`` exists: two processes creating it at once agree on the
+    key of the first, and a reader never sees a partial key.
+    """
+    try:
+        return _read_key(path)
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, tmp = _create(path.parent, f".{path.name}.", ".part", mode=0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(os.urandom(_KEY_BYTES))
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, path, follow_symlinks=False)
+        except FileExistsError:
+            pass  # another process made it first: use its key
+        else:
+            logger.info("fit cache: created the key file %s", path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    return _read_key(path)
+
+
+def _mac(key: bytes, meta: bytes, arrays: dict[str, np.ndarray]) -> bytes:
+    """Return the HMAC-SHA256 of an entry under ``key``.
+
+    It covers the ``__meta__`` bytes and every other member's name, dtype, shape,
+    memory order and data, as ``np.load`` gives them back.
+    """
+    h = hmac.new(key, b"tcca fit cache entry\0", hashlib.sha256)
+
+    def chunk(b) -> None:
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+
+    chunk(meta)
+    for name in sorted(arrays):
+        a = arrays[name]
+        if type(a) is not np.ndarray or a.dtype.hasobject:
+            raise EntryError(f"member {name!r} is not an array of numbers")
+        # np.lib.format.write_array's rule: Fortran order only if not also C
+        fortran = bool(a.flags.f_contiguous and not a.flags.c_contiguous)
+        descr = np.lib.format.dtype_to_descr(a.dtype)
+        chunk(repr((name, descr, a.shape, fortran)).encode())
+        flat = a.ravel(order="F" if fortran else "C")  # a view when contiguous
+        chunk(flat.view(np.uint8) if a.nbytes else b"")
+    return h.digest()
+
+
 # ----------------------------------------------------------------------- file I/O
 
 
-def _write_entry(fh, meta: dict, arrays: dict[str, np.ndarray]) -> None:
-    """Write an uncompressed zip of ``.npy`` members: the arrays, then ``__meta__``."""
-    meta_bytes = json.dumps(meta, allow_nan=True, separators=(",", ":")).encode()
-    members = {**arrays, _META: np.frombuffer(meta_bytes, dtype=np.uint8)}
+def _write_entry(fh, meta: bytes, arrays: dict[str, np.ndarray], mac: bytes) -> None:
+    """Write an uncompressed zip of ``.npy`` members.
+
+    The members are the arrays, ``__meta__`` (the JSON document ``meta``) and
+    ``__mac__`` (the entry's HMAC, ``mac``).
+    """
+    members = {
+        **arrays,
+        _META: np.frombuffer(meta, dtype=np.uint8),
+        _MAC: np.frombuffer(mac, dtype=np.uint8),
+    }
     with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as zf:
         for key, arr in members.items():
             info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
@@ -359,8 +529,13 @@ def _write_entry(fh, meta: dict, arrays: dict[str, np.ndarray]) -> None:
                 np.lib.format.write_array(f, arr, allow_pickle=False)
 
 
-def _read_entry(fh, size: int, digest: str):
-    """Read the value stored in the open entry file ``fh``, checked by ``digest``."""
+def _read_entry(fh, size: int, digest: str, key: bytes):
+    """Read the value stored in the open entry file ``fh``.
+
+    The entry must carry the HMAC of its contents under ``key`` (checked on the
+    arrays as read, before anything is decoded) and have been written for
+    ``digest``.
+    """
     with zipfile.ZipFile(fh) as zf:  # not a zip: BadZipFile, a miss
         infos = zf.infolist()
         if sum(i.file_size for i in infos) > size:
@@ -370,14 +545,24 @@ def _read_entry(fh, size: int, digest: str):
                 raise EntryError(f"compressed member {info.filename!r}")
     fh.seek(0)
     with np.load(fh, allow_pickle=False) as npz:
-        if _META not in npz.files:
-            raise EntryError("no __meta__ member")
-        meta = json.loads(npz[_META].tobytes().decode())
-        if type(meta) is not dict or meta.get("format") != FORMAT_VERSION:
-            raise EntryError("another entry format")
-        if meta.get("key") != digest:
-            raise EntryError("written for another key (a copied or renamed file)")
-        return decode_value(meta.get("value"), npz)
+        if _META not in npz.files or _MAC not in npz.files:
+            raise EntryError("no __meta__ or no __mac__ member (another format)")
+        arrays = {name: npz[name] for name in npz.files}
+    meta, mac = arrays.pop(_META), arrays.pop(_MAC)
+    if type(meta) is not np.ndarray or type(mac) is not np.ndarray:
+        raise EntryError("__meta__ or __mac__ is not an array")
+    meta_bytes = meta.tobytes()
+    if not hmac.compare_digest(mac.tobytes(), _mac(key, meta_bytes, arrays)):
+        raise EntryError(
+            "its HMAC does not match this user's key (edited or forged, or written "
+            "by someone with another key)"
+        )
+    doc = json.loads(meta_bytes.decode())
+    if type(doc) is not dict or doc.get("format") != FORMAT_VERSION:
+        raise EntryError("another entry format")
+    if doc.get("key") != digest:
+        raise EntryError("written for another key (a copied or renamed file)")
+    return decode_value(doc.get("value"), arrays)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -393,27 +578,62 @@ def _pid_alive(pid: int) -> bool:
 class FitCache:
     """Disk-backed mapping for ``run_method(cache=...)``.
 
+    Every entry carries an HMAC-SHA256 under this user's secret key (see
+    :func:`default_key_file`; created, mode 0600, on first use): an entry is served
+    only if it was written with the same key. When the folder cannot be created or
+    the key cannot be used, a warning says so and the cache stores and serves
+    nothing (every fit is computed).
+
     Parameters
     ----------
     folder : str or path-like
         Created if missing. Safe to delete between runs (everything is recomputed).
+    key_file : str or path-like, optional
+        The key file; by default :func:`default_key_file`. It must lie outside
+        ``folder``.
 
     Attributes
     ----------
     hits, misses : int
         Lookups answered from the folder, and entries written.
     unstored : int
-        Values that could not be written (not storable, or the write failed);
-        they were computed and returned, just not cached.
+        Values that could not be written (not storable, the write failed, or the
+        cache is disabled); they were computed and returned, just not cached.
+    disabled : str or None
+        Why the cache stores and serves nothing, or None when it works.
     """
 
-    def __init__(self, folder):
+    def __init__(self, folder, *, key_file: str | os.PathLike | None = None):
         self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
         self.hits = 0
         self.misses = 0
         self.unstored = 0
+        self.disabled: str | None = None
+        self._key = b""
         self._host = socket.gethostname().replace("@", "_").replace("~", "_")
+        key_path = Path(key_file) if key_file is not None else default_key_file()
+        try:
+            try:
+                self.folder.mkdir(parents=True, exist_ok=True)
+            except FileExistsError:  # a file at its name: say so, not "File exists"
+                raise NotADirectoryError(
+                    errno.ENOTDIR, "not a folder", str(self.folder)
+                ) from None
+            folder_real = Path(os.path.realpath(self.folder))
+            key_real = Path(os.path.realpath(key_path))
+            if key_real == folder_real or folder_real in key_real.parents:
+                # whoever can write the folder could replace the key there
+                raise KeyFileError(f"key file {key_path} lies inside the cache folder")
+            self._key = _load_key(key_path)
+        except OSError as exc:
+            self.disabled = str(exc)
+            logger.warning(
+                "fit cache: cannot use %s (%s); running without a cache (every fit "
+                "is computed)",
+                self.folder,
+                exc,
+            )
+            return
         self._remove_stale_parts()
 
     # -- paths
@@ -430,7 +650,11 @@ class FitCache:
         process of this host goes at once, any other one after a day.
         """
         now = time.time()
-        for path in self.folder.glob(f"{_PART}*"):
+        try:
+            parts = list(self.folder.glob(f"{_PART}*"))
+        except OSError:
+            return  # an unreadable folder: nothing to clean
+        for path in parts:
             owner = path.name[len(_PART) :].split("~", 1)[0]
             pid, _, host = owner.partition("@")
             try:
@@ -454,6 +678,9 @@ class FitCache:
 
     def __setitem__(self, key, value) -> None:
         """Store ``value`` under ``key`` (atomically; a full disk only warns)."""
+        if self.disabled is not None:
+            self.unstored += 1
+            return
         digest = self._digest(key)
         try:
             tree, arrays = encode_value(value)
@@ -461,16 +688,15 @@ class FitCache:
             logger.warning("fit cache: not storing an entry (%s)", exc)
             self.unstored += 1
             return
-        meta = {"format": FORMAT_VERSION, "key": digest, "value": tree}
+        doc = {"format": FORMAT_VERSION, "key": digest, "value": tree}
+        meta = json.dumps(doc, allow_nan=True, separators=(",", ":")).encode()
+        mac = _mac(self._key, meta, arrays)
         path = self.folder / f"{digest}{_SUFFIX}"
         try:
-            with (
-                atomic_write(
-                    path, unique_prefix=f"{_PART}{os.getpid()}@{self._host}~"
-                ) as tmp,
-                open(tmp, "wb") as fh,
-            ):
-                _write_entry(fh, meta, arrays)
+            with atomic_write(
+                path, unique_prefix=f"{_PART}{os.getpid()}@{self._host}~"
+            ) as fh:
+                _write_entry(fh, meta, arrays, mac)
         except OSError as exc:
             # a full disk or a directory at the entry's name: the fit is still good
             why = "the disk is full" if exc.errno == errno.ENOSPC else exc
@@ -480,6 +706,8 @@ class FitCache:
         self.misses += 1
 
     def _load(self, key):
+        if self.disabled is not None:
+            return _MISSING
         digest = self._digest(key)
         path = self.folder / f"{digest}{_SUFFIX}"
         try:
@@ -505,7 +733,7 @@ class FitCache:
                 st = os.fstat(fh.fileno())
                 if not stat.S_ISREG(st.st_mode):  # swapped since the lstat
                     raise EntryError("not a regular file")
-                return _read_entry(fh, st.st_size, digest)
+                return _read_entry(fh, st.st_size, digest, self._key)
             except Exception as exc:  # damaged, foreign or copied file: refit
                 logger.warning(
                     "fit cache entry %s unreadable (%s: %s); refitting",

@@ -584,12 +584,9 @@ def prepare_spec(
             },
         }
         try:
-            with (
-                atomic_write(pdir / MANIFEST) as part,
-                open(part, "w", encoding="utf-8") as f,
-            ):
-                json.dump(manifest, f, indent=1, sort_keys=False)
-                f.write("\n")
+            text = json.dumps(manifest, indent=1, sort_keys=False) + "\n"
+            with atomic_write(pdir / MANIFEST) as part:
+                part.write(text.encode("utf-8"))
         except OSError as exc:
             raise _write_error(pdir / MANIFEST, exc) from exc
         logger.info(
