@@ -8,6 +8,7 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose
 from scipy.linalg import subspace_angles
 from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
 
 from tcca_core import TCCA, tcca
 from tcca_core._linalg import covariance, inv_sqrt_psd
@@ -392,3 +393,21 @@ def test_svd_that_does_not_converge_falls_back_to_gesvd(rng, dims, monkeypatch):
     assert_allclose(got.weights_, want.weights_, rtol=1e-8)
     for U, V in zip(got.factors_, want.factors_, strict=True):
         assert_allclose(U, V, atol=1e-6)
+
+
+@pytest.mark.parametrize("scale, eps", [(1e-8, 1e-2), (1.0, 1e12)])
+def test_an_eps_that_swamps_the_covariance_is_named(rng, scale, eps):
+    """Data at 1e-8 (or eps = 1e12) leave variates of ~1e-6: the warning must say
+    that eps swamps the covariance, and by how much, not blame max_iter."""
+    views = [scale * X for X in _views(rng, [5, 4, 3], N=300, latent=2)]
+    top = min(np.linalg.eigvalsh(np.cov(X.T, bias=True))[-1] for X in views)
+    with pytest.warns(UserWarning, match="swamps the data's covariance") as caught:
+        TCCA(2, eps=eps, random_state=0).fit(views)
+    text = " ".join(str(w.message) for w in caught)
+    assert f"{eps / top:.2g} times the largest variance" in text
+    for w in caught:
+        if issubclass(w.category, ConvergenceWarning):
+            assert "swamps" in str(w.message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        TCCA(2, eps=1e-2, random_state=0).fit([X / scale for X in views])

@@ -54,6 +54,7 @@ __all__ = [
     "cp_error",
     "init_factors",
     "normalize_cp",
+    "swamped_message",
     "warn_unconverged",
 ]
 
@@ -478,15 +479,48 @@ def warn_unconverged(name: str, out: dict, tol: float) -> None:
     ``tol > 0``. Called from an estimator's fit, so the ConvergenceWarning points
     at the user's call.
     """
+    swamped = out.get("swamped")
+    if swamped:
+        warnings.warn(f"{name}: {swamped}", UserWarning, stacklevel=4)
     diverged = out.get("diverged", False)
     if diverged or out.get("broke_down") or (not out["converged"] and tol > 0):
-        warnings.warn(
-            convergence_message(
-                name, out["errors"], tol, diverged, rise=out.get("rise")
-            ),
-            ConvergenceWarning,
-            stacklevel=4,
+        message = convergence_message(
+            name, out["errors"], tol, diverged, rise=out.get("rise")
         )
+        if swamped:
+            message += (
+                " (eps swamps the data's covariance, see the warning before: the "
+                "tensor is at the scale of rounding, not max_iter's fault)"
+            )
+        warnings.warn(message, ConvergenceWarning, stacklevel=4)
+
+
+#: eps this many times the largest variance of a view swamps its covariance
+SWAMPED = 1e6
+
+
+def swamped_message(eps: float, covs: Sequence[np.ndarray]) -> str | None:
+    """Say how far ``eps`` swamps the views' covariances, or None where it does not.
+
+    With eps far above a view's largest variance the whitening is about
+    I / sqrt(eps): the canonical variates shrink with the data's scale (data at
+    1e-8 give variates of 1e-6), the moment tensor nears rounding level, and what
+    ALS then fits is the raw moments, not correlations.
+    """
+    if eps <= 0:
+        return None
+    tops = [float(np.linalg.eigvalsh(C)[-1]) if C.size else 0.0 for C in covs]
+    p = int(np.argmin(tops))
+    top = max(tops[p], np.finfo(float).tiny)
+    if eps <= SWAMPED * top:
+        return None
+    return (
+        f"eps = {eps:g} is {eps / top:.2g} times the largest variance of view {p} "
+        f"({tops[p]:.2g}): the ridge swamps the data's covariance, so the "
+        "whitening is about I / sqrt(eps) and the canonical variates measure the "
+        "data's scale, not correlation; rescale the views (e.g. StandardScaler) or "
+        "choose eps on the scale of their variances"
+    )
 
 
 def convergence_message(

@@ -19,7 +19,7 @@ from typing import ClassVar
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from ._als import warn_unconverged
+from ._als import swamped_message, warn_unconverged
 from ._linalg import LinearProjectionMixin, column_mean, covariance, inv_sqrt_psd
 from ._multiview import HighOrderCorrelationMixin
 from ._tensors import MomentEngine, WhitenedView
@@ -39,6 +39,13 @@ from ._validation import (
 __all__ = ["TCCA", "tcca", "tcca_path", "max_cp_rank", "SOLVER_CONSTRAINTS"]
 
 ALGORITHMS = ("auto", "dense", "implicit", "tensorly")
+
+
+def is_dask_views(views) -> bool:
+    """Whether ``views`` is a list holding a Dask collection (Dask not imported)."""
+    return isinstance(views, (list, tuple)) and any(
+        type(X).__module__.partition(".")[0] == "dask" for X in views
+    )
 
 
 def max_cp_rank(N: int, dims) -> tuple[int, str]:
@@ -132,6 +139,23 @@ def tcca_path(
     )
     eps, max_iter, tol = p["eps"], p["max_iter"], p["tol"]
     ranks, warm_start = check_ranks(ranks, init, warm_start)
+    if is_dask_views(views):  # every pass over the data as Dask tasks (issue #32)
+        from . import _dask
+
+        return _dask.tcca_path(
+            views,
+            ranks,
+            eps=eps,
+            max_iter=max_iter,
+            tol=tol,
+            init=init,
+            n_init=n_init,
+            linesearch=linesearch,
+            warm_start=warm_start,
+            random_state=random_state,
+            algorithm=algorithm,
+            center=center,
+        )
     views = check_views(views)
     N = views[0].shape[0]
     dims = [X.shape[1] for X in views]
@@ -142,9 +166,10 @@ def tcca_path(
     means = [
         column_mean(X) if center else np.zeros(X.shape[1], dtype=float) for X in views
     ]
-    whiteners = [
-        inv_sqrt_psd(covariance(X, mu), eps) for X, mu in zip(views, means, strict=True)
-    ]
+    covs = [covariance(X, mu) for X, mu in zip(views, means, strict=True)]
+    whiteners = [inv_sqrt_psd(C, eps) for C in covs]
+    swamped = swamped_message(eps, covs)
+    del covs
     # After the whitening, whose eps = 0 error names the singular covariance.
     # Uncentered, a constant view still carries raw moments.
     if center:
@@ -178,6 +203,7 @@ def tcca_path(
             # Own ALS plus the shared whitening; the lazy build of M (or ||M||^2)
             # falls in the first rank's share.
             "fit_seconds": setup_s + seconds,
+            "swamped": swamped,
             **info,
         }
     return [out[r] for r in ranks]
@@ -360,6 +386,17 @@ class TCCA(
             center=self.center,
         )
         return self._set_fitted(out)
+
+    def transform(self, views, per_view: bool = False):
+        """[Z_1 ... Z_m] with Z_p = (X_p - mean_p) W_p, stacked or as a list.
+
+        Dask views give lazy Dask arrays (nothing is computed until asked).
+        """
+        if is_dask_views(views):
+            from . import _dask
+
+            return _dask.transform(self, views, per_view=per_view)
+        return super().transform(views, per_view=per_view)
 
     def _set_fitted(self, out: dict):
         self.means_ = out["means"]
