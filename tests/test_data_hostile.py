@@ -571,3 +571,17 @@ def test_ambiguous_archive_member_is_named(tmp_path, monkeypatch):
     line = err.value.line
     assert "ambiguous" in line and "a/mfeat-fac.csv" in line, line
     assert "b/mfeat-fac.csv" in line and "not there" not in line, line
+
+
+def test_temporary_files_of_a_killed_run_are_removed(tmp_path, monkeypatch):
+    """Temporary names are random, so a rerun does not overwrite a killed run's
+    leftover: it removes it (with the folder's lock held)."""
+    _pin_mfeat(monkeypatch)
+    raw = tmp_path / "data" / "raw" / "mfeat"
+    raw.mkdir(parents=True)
+    left = raw / ".mfeat-fac.csv.0123456789ab.part"
+    left.write_bytes(b"half a file")
+    other = raw / "notes.part"  # not one of ours: kept
+    other.write_bytes(b"x")
+    datasets.load("mfeat", root=tmp_path / "data", mirror=_mirror(tmp_path))
+    assert not left.exists() and other.exists()

@@ -783,3 +783,34 @@ def test_nuswide_cache_follows_unpinned_inputs(tmp_path, monkeypatch):
     os.utime(labels, ns=(1, 1))
     with pytest.raises(AssertionError, match="rebuilt"):
         datasets.load("nuswide", root=tmp_path / "data")
+
+
+def test_nuswide_rar_extraction_never_follows_planted_links(tmp_path, monkeypatch):
+    """The .rar's extraction folder and its final folder, planted as symbolic links
+    to a folder outside (issue #28): replaced, never written through or emptied."""
+    L, F = nus_labels(), nus_features()
+    staging = tmp_path / "staging"
+    write_nuswide(staging, L, F)
+    raw = tmp_path / "data" / "raw" / "nuswide"
+    raw.mkdir(parents=True)
+    (staging / "Groundtruth").rename(raw / "Groundtruth")
+    (raw / nuswide.FEATURES_RAR).write_bytes(b"Rar!\x1a\x07\x00")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep me")
+    os.symlink(outside, raw / f".extract-{nuswide.FEATURES_RAR}.part")
+    os.symlink(outside, raw / "Low_Level_Features")
+
+    def fake_bsdtar(cmd, **kwargs):  # extracts the features into the -C folder
+        shutil.copytree(
+            staging / "Low_Level_Features", Path(cmd[-1]) / "Low_Level_Features"
+        )
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(nuswide.shutil, "which", lambda t: t if t == "bsdtar" else None)
+    monkeypatch.setattr(nuswide.subprocess, "run", fake_bsdtar)
+    ds = datasets.load("nuswide", root=tmp_path / "data")
+    check_nus(ds, L, F, order=range(N_IMG))
+    assert sorted(p.name for p in outside.iterdir()) == ["keep.txt"]
+    assert (outside / "keep.txt").read_text() == "keep me"
+    assert not (raw / "Low_Level_Features").is_symlink()

@@ -365,12 +365,23 @@ def _unlink_quietly(path: Path) -> None:
         os.unlink(path)
 
 
+def _fd_read(fd: int, size: int = -1) -> Iterator[bytes]:
+    """Blocks of the file open as ``fd`` from its start (at most ``size`` bytes)."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    left = size if size >= 0 else None
+    while left is None or left > 0:
+        block = os.read(fd, _CHUNK if left is None else min(_CHUNK, left))
+        if not block:
+            return
+        if left is not None:
+            left -= len(block)
+        yield block
+
+
 def _fd_sha256(fd: int) -> str:
     h = hashlib.sha256()
-    offset = 0
-    while block := os.pread(fd, _CHUNK, offset):
+    for block in _fd_read(fd):
         h.update(block)
-        offset += len(block)
     return h.hexdigest()
 
 
@@ -890,7 +901,7 @@ def download(
         _download_attempts(
             url, fd, part, dest, retries, timeout, backoff, size, urlopen
         )
-        if binary and _html_head(os.pread(fd, 1024, 0)):
+        if binary and _html_head(b"".join(_fd_read(fd, 1024))):
             _unlink_quietly(part)
             raise DownloadError(
                 f"{url} returned an HTML page instead of the expected file for "
@@ -1343,6 +1354,7 @@ def fetch_raw_files(
             found[wanted[m]] = p
 
     with file_lock(raw_dir):
+        _remove_leftovers(raw_dir, [*by_name, *(a.name for a in archives)])
         for f in files:
             path = raw_dir / f.name
             if path.is_dir():
@@ -1453,6 +1465,30 @@ def fetch_raw_files(
             hint=_fill_root(hint or instructions, raw_dir),
         )
     return found
+
+
+def _remove_leftovers(folder: Path, names: Sequence[str]) -> None:
+    """Remove the temporary files of ``names`` that a killed process left behind.
+
+    Called with the folder's lock held, so no other process is writing them (a
+    fixed name was simply overwritten by the rerun; random names are not).
+    """
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return
+    for entry in entries:
+        for name in names:
+            prefix = f".{name}."
+            token = entry[len(prefix) : -len(".part")]
+            if (
+                entry.startswith(prefix)
+                and entry.endswith(".part")
+                and len(token) == 12
+                and all(c in "0123456789abcdef" for c in token)
+            ):
+                logger.info("removing %s, left by an interrupted run", folder / entry)
+                _unlink_quietly(folder / entry)
 
 
 def _fill_root(text: str, raw_dir: Path) -> str:
