@@ -32,6 +32,27 @@ def planted_views(
     return views, np.digitize(score, cuts)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def fit_cache_key(tmp_path_factory):
+    """Give the suite, and the pipelines it starts, a fit-cache key of its own.
+
+    Without it every FitCache would create the user's real key in ~/.config.
+    Set in os.environ so that snakemake subprocesses inherit it.
+    """
+    import os
+
+    folder = tmp_path_factory.mktemp("fit-cache-key")
+    folder.chmod(0o700)
+    key = str(folder / "fit-cache.key")
+    old = os.environ.get("TCCA_FIT_CACHE_KEY_FILE")
+    os.environ["TCCA_FIT_CACHE_KEY_FILE"] = key
+    yield key
+    if old is None:
+        os.environ.pop("TCCA_FIT_CACHE_KEY_FILE", None)
+    else:
+        os.environ["TCCA_FIT_CACHE_KEY_FILE"] = old
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)

@@ -180,6 +180,22 @@ def test_prepare_data_skips_with_one_line_or_fails_when_strict(
     assert not other.exists()
 
 
+def test_an_unwritable_data_root_fails_the_prepare_job_with_one_line(tmp_path):
+    """A data folder that cannot be created is one line and a failed job, not a
+    traceback (a read-only data_root; here a file where the folder should be)."""
+    import io
+
+    blocker = tmp_path / "ro"
+    blocker.write_text("a file where data_root's parent should be")
+    term = io.StringIO()
+    status = tmp_path / "ads.json"
+    root = blocker / "data"
+    assert jobs.prepare_data("ads", status, data_root=root, terminal=term) == 1
+    line = term.getvalue()
+    assert line.count("\n") == 1 and line.startswith("Data set ads cannot be prepared: ")
+    assert "Traceback" not in line and not status.exists()
+
+
 def test_prepare_data_writes_the_status_of_a_prepared_data_set(where, tmp_path):
     _, data = where
     status = tmp_path / "nuswide.json"

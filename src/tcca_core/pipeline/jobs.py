@@ -237,6 +237,12 @@ def prepare_data(
     )
     try:
         manifest = datasets.prepare(dataset, data_root, mirror, offline=offline)
+    except datasets.WriteError as exc:
+        # a full disk or an unwritable folder: no run can go on past it
+        logger.error("%s", exc)
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"Data set {dataset} cannot be prepared: {first}", file=term, flush=True)
+        return 1
     except errors as exc:
         logger.error("%s", exc)
         line = _one_line(exc, datasets.DATASETS[dataset], data_root)
