@@ -43,6 +43,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg.lapack import dgesv as _gesv
 from sklearn.exceptions import ConvergenceWarning
 
 from ._linalg import column_signs, fix_signs, numerical_rank, svd
@@ -268,17 +269,18 @@ def _solve_normal(V: np.ndarray, B: np.ndarray) -> np.ndarray:
     (condition 1e48, but 271 at unit diagonal) gives a tiny residual and an update
     81 % off. Scaling V to unit diagonal first makes the computed update
     independent of the scales. A singular V (a zero or repeated column) falls back
-    to the least-squares solution.
+    to the least-squares solution. LAPACK is called directly: on small problems
+    numpy's wrapper costs more than the solve.
     """
-    d = np.sqrt(np.abs(np.diag(V)))
-    d[~(d > 0) | ~np.isfinite(d)] = 1.0
-    Vs = V / d[:, None] / d[None, :]
-    Bs = B / d
-    try:
-        X = np.linalg.solve(Vs.T, Bs.T).T
-    except np.linalg.LinAlgError:
-        X = np.linalg.lstsq(Vs.T, Bs.T, rcond=None)[0].T
-    return X / d
+    d = np.sqrt(V.diagonal())
+    if not (d.min() > 0 and d.max() < np.inf):
+        d = np.where((d > 0) & np.isfinite(d), d, 1.0)
+    inv = 1.0 / d
+    # V symmetric: solve Vs X^T = (B diag(inv))^T, then undo the scaling
+    _, _, X, info = _gesv(V * np.outer(inv, inv), (B * inv).T, overwrite_a=True)
+    if info != 0:
+        X = np.linalg.lstsq(V * np.outer(inv, inv), (B * inv).T, rcond=None)[0]
+    return X.T * inv
 
 
 def _column_norms(U: np.ndarray) -> np.ndarray:
@@ -292,7 +294,7 @@ def _column_norms(U: np.ndarray) -> np.ndarray:
 SPREAD = 1e40
 
 
-def _balance(factors: list[np.ndarray]) -> list[np.ndarray]:
+def _balance(factors: list[np.ndarray], grams: list[np.ndarray] | None):
     """Give column k the same norm in every mode where the norms drift far apart.
 
     Rescaling column k of every mode to the geometric mean of its norms leaves the
@@ -300,19 +302,25 @@ def _balance(factors: list[np.ndarray]) -> list[np.ndarray]:
     p scales inversely with the other modes' columns, so a rescaled start rescales
     every later iterate alike). Left alone, the norms of a degenerate fit drift
     apart (1e-20 and 5e15 on Ads) until their Gram matrices under- or overflow.
-    Done only past ``SPREAD``: a rescaled factor is a new array, which costs the
-    engines their cached projections. Columns that are zero or non-finite in some
-    mode are left as they are.
+    Done only past ``SPREAD`` (read off the Gram matrices' diagonals, which ALS
+    has anyway): a rescaled factor is a new array, which costs the engines their
+    cached projections. Returns ``(factors, grams)``, the same objects when
+    nothing was rescaled (``grams`` None: not known yet, e.g. of a start whose
+    Gram matrices would overflow). Columns that are zero or non-finite in some mode are
+    left as they are.
     """
+    if grams is not None:
+        sq = np.array([G.diagonal() for G in grams])
+        if sq.min() > 0 and sq.max() < np.inf and sq.max() <= SPREAD**2 * sq.min():
+            return factors, grams  # no column spreads past SPREAD: the usual case
     norms = np.array([_column_norms(U) for U in factors])
     ok = np.all((norms > 0) & np.isfinite(norms), axis=0)
-    if not np.any(ok):
-        return factors
     logs = np.log(np.where(ok, norms, 1.0))  # ratios of such norms can overflow
     if not np.any(logs.max(axis=0) - logs.min(axis=0) > np.log(SPREAD)):
-        return factors
+        return factors, grams
     scales = np.exp(logs.mean(axis=0) - logs)
-    return [U * c for U, c in zip(factors, scales, strict=True)]
+    factors = [U * c for U, c in zip(factors, scales, strict=True)]
+    return factors, [U.T @ U for U in factors]
 
 
 #: Sweeps per window of the stopping rule (:func:`_remaining`).
@@ -379,7 +387,7 @@ def cp_als(
         best_n, best_factors = resume.best or (resume.n_iter, resume.factors)
     else:
         assert init is not None, "cp_als needs init or resume"
-        factors = _balance([U.copy() for U in init])
+        factors, _ = _balance([U.copy() for U in init], None)
         errors = []
         n_iter = n_jumps = streak = 0
         acc_pow, acc_fail = 2.0, 0  # tensorly's defaults for the extrapolation step
@@ -423,10 +431,7 @@ def cp_als(
                 acc_fail += 1
                 if acc_fail == 4:
                     acc_pow, acc_fail = acc_pow + 1.0, 0
-        balanced = _balance(factors)
-        if balanced is not factors:
-            factors = balanced
-            grams = [U.T @ U for U in factors]
+        factors, grams = _balance(factors, grams)
         errors.append(err)
         if best_n == 0 or err < errors[best_n - 1]:
             best_n, best_factors = n_iter, factors  # never modified in place
