@@ -123,3 +123,14 @@ def test_multiview_adapter_in_a_pipeline_too(data):
         f"tcca_view{p}_{k}" for p in range(3) for k in range(2)
     ]
     assert isinstance(pipe[:-1].transform(X), pd.DataFrame)
+
+
+def test_view_splitter_is_stateless_before_fit():
+    """Its tags say it needs no fit (requires_fit False): transform alone works and
+    checks the sizes against X, as after fit."""
+    X = np.arange(20.0).reshape(4, 5)
+    views = ViewSplitter([2, 3]).transform(X)
+    assert [v.shape for v in views] == [(4, 2), (4, 3)]
+    assert np.array_equal(views[1], X[:, 2:])
+    with pytest.raises(ValueError, match="add up to 4 columns, but X has 5"):
+        ViewSplitter([2, 2]).transform(X)

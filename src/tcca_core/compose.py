@@ -198,9 +198,12 @@ class ViewSplitter(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
         """
         from sklearn.utils._set_output import _get_output_config
 
-        check_is_fitted(self)
+        # stateless (requires_fit is False): unfitted, the sizes are checked here
         Xc = self._check(X, reset=False)
-        views = _split(Xc, self.view_edges_)
+        edges = getattr(self, "view_edges_", None)
+        if edges is None:
+            edges = _view_edges(self.view_sizes, Xc.shape[1])
+        views = _split(Xc, edges)
         dense = _get_output_config("transform", self)["dense"]
         if dense == "default":
             return views
@@ -213,7 +216,7 @@ class ViewSplitter(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
         from sklearn.utils._set_output import ADAPTERS_MANAGER
 
         adapter = ADAPTERS_MANAGER.adapters[dense]
-        names = _view_names(self.view_edges_, getattr(self, "feature_names_in_", None))
+        names = _view_names(edges, getattr(self, "feature_names_in_", None))
         return [
             adapter.create_container(V, X, columns=cols, inplace=False)
             for V, cols in zip(views, names, strict=True)
