@@ -28,6 +28,18 @@ def parse_args(doc: str):
     return ap.parse_args()
 
 
+def published_parser(doc: str, name: str) -> argparse.ArgumentParser:
+    """Options of a script that reads the pipeline's results instead of rerunning.
+
+    ``--published`` (default: the repository's results/) and ``--out`` (default:
+    ``results/<name>.md`` here); the script adds its own options and parses.
+    """
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--published", default=str(RESULTS.parents[1] / "results"))
+    ap.add_argument("--out", default=str(RESULTS / f"{name}.md"))
+    return ap
+
+
 def load(name: str, root: str, views=None):
     """Views (optionally those named, in that order) and labels of a data set."""
     ds = datasets.load(name, root=root)

@@ -29,21 +29,19 @@ hand.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _common import read_fits, save
+from _common import published_parser, read_fits, save
 
 from tcca_core.protocol import accuracy_by_r, select, select_per_split
 from tcca_core.registry import METHODS
 from tcca_core.reporting import format_pm
 from tcca_core.reproduction import CLAIMS
 
-ROOT = Path(__file__).resolve().parents[1]
 #: The tables of the paper's linear, eps-regularized experiments.
 TABLES = ("secstr", "ads")
 #: Methods whose eps the overlay tunes (the paper's and the post hoc variant).
@@ -235,11 +233,8 @@ def statements(table: pd.DataFrame) -> list[str]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--published", default=str(ROOT / "results"))
+    ap = published_parser(__doc__, "equal_tuning")
     ap.add_argument("--overlay", default=None, help="default: <published>/equal_tuning")
-    out = ROOT / "investigations" / "results" / "equal_tuning.md"
-    ap.add_argument("--out", default=str(out))
     args = ap.parse_args(argv)
     published = Path(args.published)
     overlay = Path(args.overlay) if args.overlay else published / "equal_tuning"

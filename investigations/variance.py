@@ -28,21 +28,19 @@ hand.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _common import read_fits, save
+from _common import published_parser, read_fits, save
 from scipy import stats
 
 from tcca_core.protocol import select_per_split
 from tcca_core.registry import METHODS
 from tcca_core.reporting import format_pm
 
-ROOT = Path(__file__).resolve().parents[1]
 #: (table, dataset, setting): the headline columns.
 CELLS = (("secstr", "secstr", "84k"), ("ads", "ads", "l100"))
 METHODS_30 = ("bsf", "cat", "cca_bst", "cca_avg", "cca_ls", "tcca")
@@ -218,11 +216,8 @@ def claim_verdicts(pairs: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--published", default=str(ROOT / "results"))
+    ap = published_parser(__doc__, "variance")
     ap.add_argument("--draws", default=None, help="default: <published>/draws30")
-    out = ROOT / "investigations" / "results" / "variance.md"
-    ap.add_argument("--out", default=str(out))
     args = ap.parse_args(argv)
     published = Path(args.published)
     draws = Path(args.draws) if args.draws else published / "draws30"
