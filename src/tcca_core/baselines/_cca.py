@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import combinations
 from typing import ClassVar
@@ -119,6 +120,43 @@ def _check_two_views(views, name: str, **kw) -> list:
     return views
 
 
+class _CCABase(
+    ParamsMixin, MultiViewMixin, LinearProjectionMixin, TransformerMixin, BaseEstimator
+):
+    """The linear CCAs' shared parameters, checks and ``fit`` (as scikit-learn's _PLS).
+
+    A subclass names its solver, ``_solve(views, n_components, eps=, center=)``;
+    each entry of the dict it returns becomes a fitted attribute (``key`` ->
+    ``key_``). The parameters and their checks are the same for every linear CCA.
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "n_components": [Interval("integer", 1, None), None],
+        "eps": [Interval("real", 0, None)],
+        "center": ["boolean"],
+    }
+    _solve: ClassVar[Callable[..., dict]]
+
+    def __init__(
+        self, n_components: int | None = 2, *, eps: float = 1e-2, center: bool = True
+    ):
+        self.n_components = n_components
+        self.eps = eps
+        self.center = center
+
+    def fit(self, views, y=None):
+        """Fit on the views, each (n_samples, d_k), dense or scipy.sparse.
+
+        CCA takes two views, CCALS M >= 2.
+        """
+        p = self._validate_params()
+        out = self._solve(views, p["n_components"], eps=p["eps"], center=p["center"])
+        for key, value in out.items():  # means_, projections_, correlations_, ...
+            setattr(self, f"{key}_", value)
+        self.n_features_in_ = [W.shape[0] for W in self.projections_]
+        return self
+
+
 def cca(
     views, n_components: int | None = None, *, eps: float = 1e-2, center: bool = True
 ) -> dict:
@@ -175,9 +213,7 @@ def cca(
     }
 
 
-class CCA(
-    ParamsMixin, MultiViewMixin, LinearProjectionMixin, TransformerMixin, BaseEstimator
-):
+class CCA(_CCABase):
     """Regularized two-view CCA (Foster, Johnson, Kakade & Zhang 2008).
 
     Maximizes h_p^T C_pq h_q subject to h_p^T (C_pp + eps I) h_p = 1 and
@@ -232,29 +268,7 @@ class CCA(
     (100, 4)
     """
 
-    _parameter_constraints: ClassVar[dict] = {
-        "n_components": [Interval("integer", 1, None), None],
-        "eps": [Interval("real", 0, None)],
-        "center": ["boolean"],
-    }
-
-    def __init__(
-        self, n_components: int | None = 2, *, eps: float = 1e-2, center: bool = True
-    ):
-        self.n_components = n_components
-        self.eps = eps
-        self.center = center
-
-    def fit(self, views, y=None):
-        """Fit on two views, each (n_samples, d_p), dense or scipy.sparse."""
-        p = self._validate_params()
-        out = cca(views, p["n_components"], eps=p["eps"], center=p["center"])
-        self.means_ = out["means"]
-        self.projections_ = out["projections"]
-        self.correlations_ = out["correlations"]
-        self.r_max_ = out["r_max"]
-        self.n_features_in_ = [W.shape[0] for W in self.projections_]
-        return self
+    _solve = staticmethod(cca)
 
 
 #: Largest total size (bytes) of the kernel eigendecompositions kept by

@@ -24,31 +24,26 @@ of the other views' variates), kept as an independent check.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, TransformerMixin
 
 from .._linalg import (
-    LinearProjectionMixin,
     column_mean,
     covariance,
     fix_signs,
     project,
     singular_message,
 )
-from .._multiview import MultiViewMixin
 from .._validation import (
     Interval,
-    ParamsMixin,
     as_random_state,
     check_n_components,
     check_views,
     validate_params,
 )
 from ._cca import (
+    _CCABase,
     _constant_message,
     _covariance_rank,
     _raw_scale,
@@ -250,9 +245,7 @@ def cca_ls_iterative(
     }
 
 
-class CCALS(
-    ParamsMixin, MultiViewMixin, LinearProjectionMixin, TransformerMixin, BaseEstimator
-):
+class CCALS(_CCABase):
     """CCA-LS (Via et al. 2007): multi-view CCA as coupled least squares.
 
     Solves R~ h = lambda D~ h for the top r eigenpairs (see the module docstring)
@@ -290,27 +283,4 @@ class CCALS(
     Y. Luo et al., IEEE TKDE 2015, eq. (2)-(3).
     """
 
-    _parameter_constraints: ClassVar[dict] = {
-        "n_components": [Interval("integer", 1, None), None],
-        "eps": [Interval("real", 0, None)],
-        "center": ["boolean"],
-    }
-
-    def __init__(
-        self, n_components: int | None = 2, *, eps: float = 1e-2, center: bool = True
-    ):
-        self.n_components = n_components
-        self.eps = eps
-        self.center = center
-
-    def fit(self, views, y=None):
-        """Fit on M >= 2 views, each (n_samples, d_k), dense or scipy.sparse."""
-        p = self._validate_params()
-        out = cca_ls(views, p["n_components"], eps=p["eps"], center=p["center"])
-        self.means_ = out["means"]
-        self.projections_ = out["projections"]
-        self.eigenvalues_ = out["eigenvalues"]
-        self.correlations_ = out["correlations"]
-        self.r_max_ = out["r_max"]
-        self.n_features_in_ = [H.shape[0] for H in self.projections_]
-        return self
+    _solve = staticmethod(cca_ls)
