@@ -17,6 +17,8 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "tcca_core"
 
 FACTS = {"registry", "paper", "_io"}  # standard library only
+#: importable from every layer: the lazy-import helper of the packages' __init__
+ANYWHERE = {"_lazy"}
 CORE = {
     "_validation", "_linalg", "_als", "_tensors", "_tcca", "_ktcca", "kernels",
     "learners", "baselines", "_multiview",
@@ -24,7 +26,7 @@ CORE = {
 SKLEARN = {"compose", "model_selection"}  # scikit-learn tools on lists of views
 #: component -> the components it may import (besides itself)
 ALLOWED = {
-    **dict.fromkeys(FACTS, set()),
+    **dict.fromkeys(FACTS | ANYWHERE, set()),
     **dict.fromkeys(CORE, CORE),
     "compose": CORE,
     "model_selection": CORE | {"compose"},
@@ -78,7 +80,7 @@ def _imports(path: Path) -> set[str]:
 
 
 def _allowed(component: str, target: str) -> bool:
-    if target.split(".")[0] == component:
+    if target.split(".")[0] in {component, *ANYWHERE}:
         return True
     rules = ALLOWED[component]
     return any(target == r or target.startswith(r + ".") for r in rules) or (
@@ -104,3 +106,28 @@ def test_the_rule_catches_a_wrong_import(tmp_path):
     assert not _allowed("reporting", "protocol.runners")
     assert _allowed("reporting", "protocol.selection")
     assert _allowed("pipeline", "protocol.run")
+
+
+#: Most lines a module of src/ may have: past it, a module holds more than one thing.
+MAX_LINES = 650
+#: Modules still over MAX_LINES, each being split by its own change (issue #30, item
+#: 5): drop a name here when its split lands, so that the rule covers it again.
+TOO_LONG = {
+    "_dask.py",
+    "datasets/_download.py",
+    "_tensors.py",
+    "baselines/_dse.py",
+    "datasets/_base.py",
+    "fit_cache.py",
+    "pipeline/config.py",
+    "pipeline/jobs.py",
+    "protocol/run.py",
+    "reporting.py",
+    "reproduction.py",
+}
+
+
+def test_no_module_is_over_the_line_limit():
+    lengths = {str(p.relative_to(SRC)): len(p.read_text().splitlines()) for p in FILES}
+    over = {m: n for m, n in lengths.items() if n > MAX_LINES and m not in TOO_LONG}
+    assert not over, f"modules over {MAX_LINES} lines: {over}"

@@ -5,6 +5,8 @@ Correlation Analysis for Multi-view Dimension Reduction", IEEE TKDE 2015) with a
 tensor-free engine, plus the paper's baselines, learners and evaluation protocol.
 """
 
+from ._lazy import lazy_attributes
+
 __version__ = "0.1.0"
 __all__ = [
     "KTCCA",
@@ -18,26 +20,19 @@ __all__ = [
     "tcca_path",
 ]
 
-_LAZY = {
-    "KTCCA": "._ktcca",
-    "TCCA": "._tcca",
-    "tcca": "._tcca",
-    "tcca_path": "._tcca",
-    # scikit-learn model selection on lists of views (issue #17)
-    "MultiViewAdapter": ".compose",
-    "ViewSplitter": ".compose",
-    "stack_views": ".compose",
-}
-_SUBMODULES = ("compose", "model_selection")
-
-
-def __getattr__(name):
-    # Imported on first use: scikit-learn costs seconds, and the data and pipeline
-    # entry points (one process per Snakemake job) often need none of it.
-    from importlib import import_module
-
-    if name in _LAZY:
-        return getattr(import_module(_LAZY[name], __name__), name)
-    if name in _SUBMODULES:
-        return import_module(f".{name}", __name__)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Imported on first use: scikit-learn costs seconds, and the data and pipeline entry
+# points (one process per Snakemake job) often need none of it.
+__getattr__, __dir__ = lazy_attributes(
+    globals(),
+    {
+        "KTCCA": "._ktcca",
+        "TCCA": "._tcca",
+        "tcca": "._tcca",
+        "tcca_path": "._tcca",
+        # scikit-learn model selection on lists of views (issue #17)
+        "MultiViewAdapter": ".compose",
+        "ViewSplitter": ".compose",
+        "stack_views": ".compose",
+    },
+    submodules=("compose", "model_selection"),
+)

@@ -4,6 +4,7 @@ BSF, CAT, CCA, CCA-LS, DSE, SSMVD and, for kernels, BSK, AVG and KCCA. The proto
 that runs them is :mod:`tcca_core.protocol`.
 """
 
+from .._lazy import lazy_attributes
 from ._cca import CCA, KCCA, cca, kcca_from_kernels, view_pairs
 from ._cca_ls import CCALS, cca_ls, cca_ls_iterative
 from ._single import (
@@ -33,15 +34,6 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
-    # DSE and SSMVD live in their own modules, imported on first use so that this
-    # package imports even where those modules are being developed.
-    if name == "DSE":
-        from ._dse import DSE
-
-        return DSE
-    if name == "SSMVD":
-        from ._ssmvd import SSMVD
-
-        return SSMVD
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# DSE and SSMVD live in their own modules, imported on first use so that this package
+# imports even where those modules are being developed.
+__getattr__, __dir__ = lazy_attributes(globals(), {"DSE": "._dse", "SSMVD": "._ssmvd"})

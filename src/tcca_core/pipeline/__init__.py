@@ -13,8 +13,7 @@ process and needs neither pandas nor the estimators.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from .._lazy import lazy_attributes
 
 __all__ = [
     "ConfigError",
@@ -51,17 +50,4 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import ``name`` from the module that defines it (on first use)."""
-    try:
-        home = _HOME[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(import_module(home, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """Public names and the submodules."""
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_attributes(globals(), _HOME)

@@ -34,8 +34,9 @@ select`` (numpy and pandas only) does not load the estimators.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_attributes
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from ..registry import (
@@ -102,17 +103,4 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import ``name`` from the module that defines it (on first use)."""
-    try:
-        home = _HOME[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(import_module(home, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """Public names and the submodules."""
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_attributes(globals(), _HOME)
