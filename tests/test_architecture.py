@@ -123,7 +123,6 @@ TOO_LONG = {
     "pipeline/config.py",
     "pipeline/jobs.py",
     "protocol/run.py",
-    "reporting.py",
     "reproduction.py",
 }
 
