@@ -9,7 +9,7 @@ send half and hang up), ``honour_range`` (answer Range requests with 206) and
 import http.server
 import threading
 
-from tcca_core.datasets import _download
+from tcca_core.datasets import _network
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -53,7 +53,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 def serve(monkeypatch):
     """Generator for a pytest fixture: start the server, yield it, stop it."""
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    monkeypatch.setattr(_download.time, "sleep", lambda s: None)  # no back-off
+    monkeypatch.setattr(_network.time, "sleep", lambda s: None)  # no back-off
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     srv.files, srv.requests = {}, []
     srv.truncate_next, srv.honour_range, srv.send_length = 0, True, True

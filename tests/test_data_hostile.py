@@ -36,7 +36,7 @@ import pytest
 
 from _http import serve
 from tcca_core import datasets
-from tcca_core.datasets import _download, ads, mfeat
+from tcca_core.datasets import _download, _lock, ads, mfeat
 from tcca_core.datasets._download import Archive, RawFile
 
 
@@ -394,7 +394,7 @@ def test_lock_held_by_another_process_gives_up_after_the_bound(
     mirror = _mirror(tmp_path)
     root = tmp_path / "data"
     proc = holder(root / "prepared" / "mfeat")
-    monkeypatch.setattr(_download, "LOCK_TIMEOUT", 0.3)
+    monkeypatch.setattr(_lock, "LOCK_TIMEOUT", 0.3)
     with (
         caplog.at_level(logging.INFO),
         pytest.raises(datasets.DataUnavailableError) as err,
@@ -419,7 +419,7 @@ def test_lock_released_while_waiting(tmp_path, monkeypatch, holder):
     mirror = _mirror(tmp_path)
     root = tmp_path / "data"
     proc = holder(root / "raw" / "mfeat")
-    monkeypatch.setattr(_download, "LOCK_TIMEOUT", 600.0)
+    monkeypatch.setattr(_lock, "LOCK_TIMEOUT", 600.0)
     stream = io.StringIO()
     monkeypatch.setattr(_download, "PROGRESS_STREAM", stream)
 

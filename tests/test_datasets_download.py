@@ -17,7 +17,7 @@ import pytest
 
 from _http import serve
 from tcca_core import datasets
-from tcca_core.datasets import _download, mfeat, secstr
+from tcca_core.datasets import _download, _network, mfeat, secstr
 from tcca_core.datasets._download import (
     Archive,
     ChecksumError,
@@ -232,7 +232,7 @@ def test_html_saved_as_archive_is_reported(tmp_path):
 
 
 def test_fetch_unavailable_says_what_where(tmp_path, monkeypatch):
-    monkeypatch.setattr(_download.time, "sleep", lambda s: None)
+    monkeypatch.setattr(_network.time, "sleep", lambda s: None)
     arch = Archive("pkg.whl", ("http://127.0.0.1:1/pkg.whl",), None, {"d/f": "f"})
     with pytest.raises(DataUnavailableError) as err:
         fetch_raw_files(

@@ -24,7 +24,7 @@ import scipy.io
 import scipy.sparse as sp
 
 from tcca_core import datasets
-from tcca_core.datasets import _download, ads, mfeat, nuswide, secstr
+from tcca_core.datasets import _download, _network, ads, mfeat, nuswide, secstr
 from tcca_core.datasets.__main__ import main as cli
 from tcca_core.datasets._download import RawFile
 
@@ -36,7 +36,7 @@ def sha(data: bytes) -> str:
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch):
     """Any download attempt goes to a closed local port and fails at once."""
-    monkeypatch.setattr(_download.time, "sleep", lambda s: None)
+    monkeypatch.setattr(_network.time, "sleep", lambda s: None)
     dead = "http://127.0.0.1:1/"
     monkeypatch.setattr(nuswide, "BASE_URL", dead)
     for mod in (mfeat, secstr):

