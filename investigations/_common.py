@@ -2,12 +2,15 @@
 
 Each script reruns the protocol (tcca_core.protocol.run_method, the same code as the
 pipeline's fit jobs) under one change at a time and writes a Markdown table to
-investigations/results/, which REPRODUCTION.md includes verbatim.
+investigations/results/, which REPRODUCTION.md includes verbatim, and beside it the
+data the prose of docs/investigations.md reads (hand_over: <stem>.json).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import time
 from pathlib import Path
 
@@ -94,11 +97,107 @@ def write(rows: list[dict], title: str, notes: str, out: str | None, name: str):
 
 
 def save(text: str, path) -> None:
-    """Write an investigation's Markdown output (and show it)."""
+    """Write an investigation's Markdown output and its data (and show it)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
+    hand_over(text, path)
     print(text)
+
+
+#: The numbers each investigation's text states, by name, for the prose of
+#: docs/investigations.md: the words around each as the script writes them ({} the
+#: number, {*} any text on the line).
+FACTS = {
+    "grid_rerun": {"identical": "identical: {},"},
+    "optimizer_robustness": {
+        "beyond_noise": "beyond noise: {};",
+        "started_variants": "Started variants run: {};",
+        "largest_change": "largest change: {} points",
+        "other_grid_differ": "Other r grid: {} of",
+        "other_grid_shared": "Other r grid: {*} of {} shared",
+        "cells_complete": "Cells with every variant run: {} of",
+        "cells": "Cells with every variant run: {*} of {}.",
+    },
+    "secstr_bsf": {
+        "majority_class": "Majority class: {} %",
+        "paper_mean_standard_errors": (
+            "the paper's mean lies {} standard errors from ours"
+        ),
+        "paper_cat_minus_bsf": "paper: {})",
+        "cat_minus_bsf": "CAT - BSF per draw: {} ±",
+    },
+    "graph_baselines": {
+        "majority_class": "majority class {} %",
+        "components_10_neighbours": "n_neighbors = 10: {};",
+    },
+    "nuswide_cost": {
+        "hours_2_cores": "Estimated time on 2 cores: **{} h**",
+        "prepare_min": "(data preparation {} min",
+        "fit_jobs": "then {} fit jobs",
+        "packed_hours": "fit jobs packed on 2 cores {} h",
+        "real_n": "ran at N = {}, the real size",
+        "scaling_miss_pct": "against {*} measured ({} %)",
+        "scaling_miss_pct_no_tcca": "without TCCA, {*} ({} %)",
+    },
+}
+_NUMBER = r"[-+]?\d[\d,./]*\d|[-+]?\d"
+
+
+def tables_of(text: str) -> list[dict]:
+    """Each Markdown table of an output: the '#### ' heading above it, its columns
+    and its rows (the cells as shown)."""
+    out, heading, lines = [], None, text.splitlines()
+
+    def cells(line):
+        return [c.strip() for c in line.strip().strip("|").split("|")]
+
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("#### "):
+            heading = lines[i][5:]
+        if (
+            lines[i].startswith("|")
+            and i + 1 < len(lines)
+            and re.match(r"\|\s*:?-", lines[i + 1])  # "|---" or "|:---" (aligned)
+        ):
+            columns, rows = cells(lines[i]), []
+            i += 2
+            while i < len(lines) and lines[i].startswith("|"):
+                rows.append(cells(lines[i]))
+                i += 1
+            out.append({"heading": heading, "columns": columns, "rows": rows})
+        else:
+            i += 1
+    return out
+
+
+def facts_of(stem: str, text: str) -> dict[str, str]:
+    """The numbers of FACTS[stem] in the text (a script that writes its output in
+    parts has some of them only at the end); each must occur at most once."""
+    out = {}
+    for name, pattern in FACTS.get(stem, {}).items():
+        regex = "".join(
+            f"({_NUMBER})" if piece == "{}" else "[^\n]*?" if piece == "{*}"
+            else re.escape(piece)
+            for piece in re.split(r"(\{\}|\{\*\})", pattern)
+        )  # fmt: skip
+        hits = re.findall(regex, text)
+        if len(hits) > 1:
+            raise ValueError(f"{stem}: {pattern!r} found {len(hits)} times")
+        if hits:
+            out[name] = hits[0]
+    return out
+
+
+def hand_over(text: str, path) -> None:
+    """Write the data of an output (its tables and facts) beside it, <stem>.json,
+    keeping what else a script stores there (nuswide_cost's measured jobs)."""
+    path = Path(path)
+    data_path = path.with_suffix(".json")
+    data = json.loads(data_path.read_text()) if data_path.is_file() else {}
+    data.update(tables=tables_of(text), facts=facts_of(path.stem, text))
+    data_path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
 def read_fits(folder: Path, cell: str) -> pd.DataFrame | None:

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _common import RESULTS, load, parse_args, summarize, write
+from _common import RESULTS, hand_over, load, parse_args, summarize, write
 from _common import run as _run
 
 from tcca_core import protocol
@@ -62,6 +62,7 @@ def emit():
         write(rows, title, notes, str(out_path), "graph_baselines")
         texts.append(out_path.read_text())
     out_path.write_text("\n".join(texts))
+    hand_over(out_path.read_text(), out_path)
 
 
 # ------------------------------------------------------------ library replacements

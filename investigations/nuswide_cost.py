@@ -56,6 +56,7 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+from _common import hand_over
 
 from tcca_core.datasets import nuswide
 from tcca_core.pipeline.config import r_grid_of, resolve_settings
@@ -442,6 +443,7 @@ def report(jobs: list[dict], prep: dict, commands: list[str], out: str) -> None:
     text += "\n".join(table_lines) + "\n"
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text(text)
+    hand_over(text, out)  # its tables and facts, beside the measured jobs
     print(text)
 
 

@@ -116,13 +116,10 @@ MAX_LINES = 650
 TOO_LONG = {
     "_dask.py",
     "_tensors.py",
-    "baselines/_dse.py",
-    "datasets/_base.py",
     "fit_cache.py",
     "pipeline/config.py",
     "pipeline/jobs.py",
     "protocol/run.py",
-    "reproduction.py",
 }
 
 

@@ -16,6 +16,7 @@ from tcca_core.reproduction import (
     outside_paper,
     render_fields,
 )
+from tcca_core.reproduction.investigations import _summary_value
 
 
 def _rec(method, column, mean, std, paper=None, setting="s"):
@@ -204,23 +205,21 @@ def test_build_lays_out_tables_figures_claims_and_missing(summary):
 def test_include_files_inlines_script_outputs(tmp_path):
     (tmp_path / "investigations" / "results").mkdir(parents=True)
     (tmp_path / "investigations/results/a.md").write_text("| x |\n|---|\n| 1 |\n")
+    data = {"tables": [], "facts": {"n": "7"}}
+    (tmp_path / "investigations/results/a.json").write_text(json.dumps(data))
     text = (
         "intro\n<!-- include: investigations/results/a.md -->\n"
-        "<!-- include: investigations/results/b.md -->\nend\n"
+        "<!-- include: investigations/results/b.md -->\nend {{ a.facts.n }}\n"
     )
     out = reproduction.include_files(text, tmp_path)
-    assert (
-        "intro\n<!-- begin include: investigations/results/a.md -->\n"
-        "| x |\n|---|\n| 1 |\n<!-- end include: investigations/results/a.md -->\n"
-    ) in out
     assert "`python investigations/b.py` writes `investigations/results/b.md`" in out
-    assert out.endswith("end\n")
-    assert reproduction.included_blocks(out) == {
-        "investigations/results/a.md": "| x |\n|---|\n| 1 |"
-    }
-    # build() drops the frames: the included text stands as written
+    template, found = reproduction.included_data(out)
+    assert list(found) == ["a"] and found["a"].facts.n == "7"
+    assert "<!-- data:" not in template
+    # build() renders the notes: the included text stands as written, data fill in
     text = build({"tables": {}}, investigations=out)
     assert "intro\n| x |\n|---|\n| 1 |\n" in text and "include:" not in text
+    assert "end 7\n" in text
 
 
 def test_reduced_runs_are_flagged(summary):
@@ -290,9 +289,8 @@ def _one_line(text: str) -> str:
 def _rendered_investigations(summary=None) -> str:
     """docs/investigations.md as REPRODUCTION.md shows it (includes and fields)."""
     notes = reproduction.include_files(DOCS.read_text(), REPO)
-    text, problems = render_fields(
-        notes, summary or _real_summary(), reproduction.included_blocks(notes)
-    )
+    template, data = reproduction.included_data(notes)
+    text, problems = render_fields(template, summary or _real_summary(), data)
     assert problems == []
     return text
 
@@ -303,73 +301,91 @@ def test_fields_fill_in_from_the_summary(summary):
         assert problems == [], problems
         return text
 
-    assert one("{{ads/l100/tcca.pm}}") == "93.00 ± 1.00"
-    assert one("{{ads/l100/tcca.diff}}") == "-1.59"
-    assert one("{{abs ads/l100/tcca.diff}}") == "1.59"
-    assert one("{{ads/l100/tcca.paper_pm}}") == "94.59 ± 0.27"
-    assert one("{{ads/l100/tcca.upper}}") == "95.13"
-    assert one("{{ads/l100/tcca.paper_stds}}") == "-5.9"
-    assert one("{{secstr/1.3m/tcca.r}}") == "10/20/10/10/10"
+    assert one('{{ cell("ads", "l100", "tcca").pm }}') == "93.00 ± 1.00"
+    assert one('{{ cell("ads", "l100", "tcca").diff }}') == "-1.59"
+    assert one('{{ cell("ads", "l100", "tcca").paper_pm }}') == "94.59 ± 0.27"
+    assert one('{{ cell("ads", "l100", "tcca").upper }}') == "95.13"
+    assert one('{{ cell("ads", "l100", "tcca").paper_stds }}') == "-5.9"
+    assert one('{{ cell("secstr", "1.3m", "tcca").r }}') == "10/20/10/10/10"
     # a setting key with a dot, comma lists over settings and methods
-    assert one("{{max secstr/84k,1.3m/cca_avg,cca_ls.mean}}") == "61.00"
-    assert one("{{argmin ads/l100/dse,ssmvd,tcca.diff}}") == "TCCA"
-    assert one("{{flag secstr/84k/tcca}}") == "within"
-    assert one("{{flag secstr/84k,1.3m/tcca}}") == "partly outside"
-    assert one("{{flag ads/l100/tcca}}") == "outside"
+    assert one('{{ cells("secstr", "84k,1.3m", "cca_avg,cca_ls").max("mean") }}') == (
+        "61.00"
+    )
+    assert one('{{ cells("ads", "l100", "dse,ssmvd,tcca").argmin("diff") }}') == "TCCA"
+    assert one('{{ cell("secstr", "84k", "tcca").flag }}') == "within"
+    assert one('{{ cells("secstr", "84k,1.3m", "tcca").flag }}') == "partly outside"
+    assert one('{{ cell("ads", "l100", "tcca").flag }}') == "outside"
     # what cannot be filled in is shown, and named
     text, problems = render_fields(
-        "a {{ads/l100/cca_bst.mean}} b {{ads/l100/dse,tcca.mean}} c", summary
+        'a {{ cell("ads", "l100", "cca_bst").mean }} b '
+        '{{ cells("ads", "l100", "dse,tcca").mean }} c {{ nothing.facts.x }}',
+        summary,
     )
-    assert text.count("**[?:") == 2 and len(problems) == 2
+    assert text.count("**[?:") == 3 and len(problems) == 3
     assert "no result for 'cca_bst'" in problems[0]
     assert "min, max" in problems[1]
+    assert "nothing.facts.x" in problems[2]
 
 
 def test_fields_fill_in_from_the_included_outputs(tmp_path):
     out = tmp_path / "investigations" / "results"
     out.mkdir(parents=True)
-    (out / "inv.md").write_text(
-        "#### Ads: first\n\nMajority class: 86.0 %. Paper: +0.29.\n\n"
-        "| variant | method | (A) | r = 5 |\n|---|---|---|---|\n"
-        "| protocol | CCA | 90.76 ± 0.93 (r = 20) | 88.28 |\n"
-        "| protocol | TCCA | 88.49 ± 0.57 | 86.71 |\n\n"
-        "#### SecStr: second\n\n| variant | method | (A) | r = 5 |\n|---|---|---|---|\n"
-        "| protocol | CCA | 61.00 ± 1.00 | 60.00 |\n"
-    )
+    (out / "inv.md").write_text("#### Ads\n\n| x |\n|---|\n| 1 |\n")
+    tables = [
+        {
+            "heading": "Ads: first",
+            "columns": ["variant", "method", "(A)", "r = 5"],
+            "rows": [
+                ["protocol", "CCA", "90.76 ± 0.93 (r = 20)", "88.28"],
+                ["protocol", "TCCA", "88.49 ± 0.57", "86.71"],
+            ],
+        },
+        {
+            "heading": "SecStr: second",
+            "columns": ["variant", "method", "(A)", "r = 5"],
+            "rows": [["protocol", "CCA", "61.00 ± 1.00", "60.00"]],
+        },
+    ]
+    data = {"tables": tables, "facts": {"majority": "86.0", "paper": "+0.29"}}
+    (out / "inv.json").write_text(json.dumps(data))
     notes = reproduction.include_files(
         "<!-- include: investigations/results/inv.md -->", tmp_path
     )
-    blocks = reproduction.included_blocks(notes)
+    _, found = reproduction.included_data(notes)
 
     def one(field):
-        text, problems = render_fields(field, {"tables": {}}, blocks)
+        text, problems = render_fields(field, {"tables": {}}, found)
         assert problems == [], problems
         return text
 
-    assert one("{{cell inv > SecStr | protocol & CCA | (A)}}") == "61.00 ± 1.00"
-    assert one("{{cell inv > Ads | protocol & CCA | (A) | pm}}") == "90.76 ± 0.93"
-    assert one("{{cell inv > Ads | protocol & CCA | (A) | n2}}") == "20"
-    assert one("{{cell inv | protocol & TCCA | r = 5}}") == "86.71"
-    assert one("{{text inv | Majority class: {} %}}") == "86.0"
-    assert one("{{text inv | Paper: {}.}}") == "+0.29"
-    # the same row in two sections, a pattern found twice, no such output
+    cca = '["protocol", "CCA"]'
+    assert one(f'{{{{ inv.cell({cca}, "(A)", section="SecStr") }}}}') == "61.00 ± 1.00"
+    assert one(f'{{{{ inv.cell({cca}, "(A)", section="Ads") | pm }}}}') == (
+        "90.76 ± 0.93"
+    )
+    assert one(f'{{{{ inv.cell({cca}, "(A)", section="Ads") | nth(2) }}}}') == "20"
+    assert one('{{ inv.cell(["protocol", "TCCA"], "r = 5") }}') == "86.71"
+    assert one("{{ inv.facts.majority }}") == "86.0"
+    assert one("{{ inv.facts.paper }}") == "+0.29"
+    # the same row in two sections, no such fact, no such output
     for field in (
-        "{{cell inv | protocol & CCA | (A)}}",
-        "{{text inv | | {} |}}",
-        "{{cell nothing | protocol | (A)}}",
+        f'{{{{ inv.cell({cca}, "(A)") }}}}',
+        "{{ inv.facts.nothing }}",
+        '{{ nothing.cell("protocol", "(A)") }}',
     ):
-        _, problems = render_fields(field, {"tables": {}}, blocks)
+        _, problems = render_fields(field, {"tables": {}}, found)
         assert len(problems) == 1, field
 
 
 def test_hand_typed_numbers_are_found():
     text = (
         "BSF and CAT match the paper (within 1 point); the rest lands 3 to 7 points "
-        "below, {{ads/l100/bsf.diff}} for BSF, at eps = 1e-2 `python x.py --splits 3` "
-        "<!-- 5 --> over 5 splits"
+        'below, {{ cell("ads", "l100", "bsf").diff }} for BSF, at eps = 1e-2 '
+        "`python x.py --splits 3` <!-- 5 --> over 5 splits {# 8 #}, typed into an "
+        'expression: {{ "61.00" }}, {{ 62 }}'
     )
     found = hand_typed_numbers(text, (r"\beps\s*=\s*1e-2", r"\b5\s+splits\b"))
-    assert [f.split()[0] for f in found] == ["'1'", "'3'", "'7'"]
+    assert [f.split()[0] for f in found] == ["'1'", "'3'", "'7'", "'61.00'", "'62'"]
 
 
 def test_investigations_have_no_hand_typed_number():
@@ -448,7 +464,7 @@ def test_investigations_follow_the_summary():
     s = _real_summary()
 
     def diff(method):
-        return reproduction._summary_value(s, "ads", "l100", method, "diff")
+        return _summary_value(s, "ads", "l100", method, "diff")
 
     # Ads: BSF's distance to the paper (-1.53 when issue #19 found "within 1 point")
     assert (
@@ -542,7 +558,7 @@ def test_post_hoc_section_on_the_full_run():
     )
 
     def value(method, field):
-        return reproduction._summary_value(summary, "secstr", "84k", method, field)
+        return _summary_value(summary, "secstr", "84k", method, field)
 
     nc = value("tcca_nc", "mean")
     family = [value(m, "mean") for m in ("cca_bst", "cca_avg", "cca_ls")]
