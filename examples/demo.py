@@ -1,6 +1,8 @@
-"""Demo on synthetic data: TCCA and KTCCA recover a signal shared by three views.
+"""
+TCCA and KTCCA recover a signal shared by three views
+=====================================================
 
-Run: python examples/demo.py   (about 10 seconds)
+A demo on synthetic data. Run: ``python examples/demo.py`` (about 10 seconds).
 
 How to read the numbers it prints:
 

@@ -1,6 +1,8 @@
-"""Tuning TCCA, KTCCA and the CCA baselines with scikit-learn's model selection.
+"""
+Tuning TCCA, KTCCA and the CCA baselines with scikit-learn's model selection
+============================================================================
 
-Run: python examples/model_selection.py   (a few seconds; also run by the tests)
+Run: ``python examples/model_selection.py`` (a few seconds; also run by the tests).
 
 Two routes, on synthetic data with a skewed signal shared by three views:
 

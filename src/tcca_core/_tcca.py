@@ -243,16 +243,16 @@ class TCCA(
     tol : float, default=1e-5
         Stop when the decrease of the relative reconstruction error still to come,
         estimated from the rate at which the decrease per window of sweeps shrinks,
-        stays below ``tol`` times the error for two windows (see
-        :mod:`tcca_core._als`): a swamp, where the error creeps at a steady pace
-        before it drops, is not taken for convergence. 0 runs all sweeps.
+        stays below ``tol`` times the error for two windows: a swamp, where the
+        error creeps at a steady pace before it drops, is not taken for
+        convergence. 0 runs all sweeps.
     init : {"auto", "hosvd", "svd", "random"} or list of arrays, default="auto"
         ALS start. ``"hosvd"``: the exact HOSVD, from the mode Gram matrices of M
         (computed without unfolding M). ``"svd"``: a randomized HOSVD with
         Khatri-Rao test matrices and two power iterations, also without
         unfolding M. ``"random"``: Gaussian factors. Or explicit (d_p, r) factor
         matrices. ``"auto"`` takes the exact HOSVD unless it costs more than the
-        ALS sweeps themselves (see ``MomentEngine.auto_init``); on the
+        ALS sweeps themselves (estimated from the problem's shape); on the
         solver-quality battery (BENCHMARKS.md) it ends within 0.5 % of the best
         of 10 starts. With two views no ALS runs: M is a matrix and its truncated
         SVD is the exact answer (the regularized CCA solution).
@@ -262,14 +262,14 @@ class TCCA(
         exact HOSVD); the fit with the lowest reconstruction error is kept (as
         scikit-learn's ``KMeans`` does). ``"auto"`` is 1 for given factors and
         otherwise takes as many (up to 10)
-        as fit in a few seconds of ALS (``MomentEngine.auto_n_init``): small
+        as fit in a few seconds of ALS (estimated from the problem's shape): small
         problems, whose landscapes can have many local minima, get restarts;
         large ones, where the exact HOSVD start is within 0.1 % of the best,
-        run once. The starts race by successive halving (``MomentEngine._race``),
-        so ten starts cost about two fits.
+        run once. The starts race by successive halving (bursts of sweeps, the
+        better half goes on), so ten starts cost about two fits.
     linesearch : bool, default=True
         Extrapolate the factors after each ALS sweep and keep the jump when it
-        lowers the error (Bro's line search; see :mod:`tcca_core._als`). Fewer
+        lowers the error (Bro's line search). Fewer
         sweeps to the same optimum.
     random_state : int in [0, 2**32 - 1], numpy Generator, RandomState or None
         Seeds the initialization; the same seed gives bit-identical results.
@@ -281,9 +281,9 @@ class TCCA(
         ``"implicit"`` never forms M: M is the rank-N CP tensor
         (1/N) sum_n y_1n o ... o y_mn of the whitened samples, so every MTTKRP is
         Y_p^T (Hadamard_{q != p} Y_q U_q) / N. All three agree to rounding.
-        ``"auto"`` picks "dense" or "implicit" by the cost model
-        :func:`tcca_core._tensors.engine_costs` and never builds a dense tensor over
-        2 GiB.
+        ``"auto"`` picks "dense" or "implicit" by a cost model (estimated flops and
+        memory of each, from the views' shapes) and never builds a dense tensor
+        over 2 GiB.
     center : bool, default=True
         Center the views first, as the paper assumes ("each X_p is assumed to have
         been centered"). ``False`` applies the same formulas to the raw views: C_pp
