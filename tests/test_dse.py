@@ -12,14 +12,11 @@ from sklearn.base import clone
 from sklearn.cluster import KMeans
 from sklearn.metrics import adjusted_rand_score
 
-from tcca_core.baselines import _dse
-from tcca_core.baselines._dse import (
-    DSE,
-    TransductiveError,
-    heat_knn_graph,
-    pca_scores,
-    spectral_patterns,
-)
+from tcca_core.baselines import _pca_patterns, _spectral_patterns
+from tcca_core.baselines._dse import DSE, TransductiveError
+from tcca_core.baselines._knn_graph import heat_knn_graph
+from tcca_core.baselines._pca_patterns import pca_scores
+from tcca_core.baselines._spectral_patterns import spectral_patterns
 
 MODES = ["pca", "spectral"]
 
@@ -123,8 +120,8 @@ def test_spectral_patterns_are_nontrivial_top_eigenvectors(rng):
 def test_eigsh_path_matches_dense_path(rng, monkeypatch):
     views = latent_views(rng, N=200)
     dense = DSE(4, view_embedding="spectral", random_state=0).fit(views)
-    monkeypatch.setattr(_dse, "_DENSE_SPECTRAL_MAX", 0)
-    monkeypatch.setattr(_dse, "_DENSE_SPECTRAL_RATIO", 0)
+    monkeypatch.setattr(_spectral_patterns, "_DENSE_SPECTRAL_MAX", 0)
+    monkeypatch.setattr(_spectral_patterns, "_DENSE_SPECTRAL_RATIO", 0)
     lanczos = DSE(4, view_embedding="spectral", random_state=0).fit(views)
     for A, A2 in zip(dense.view_embeddings_, lanczos.view_embeddings_, strict=True):
         assert max_angle(A, A2) < 1e-7
@@ -142,12 +139,12 @@ def test_eigsh_failure_falls_back_to_dense_or_names_the_cause(rng, monkeypatch):
     are then solved densely, with the dense path's result; large ones raise."""
     views = latent_views(rng, N=200)
     dense = DSE(4, view_embedding="spectral", random_state=0).fit(views)
-    monkeypatch.setattr(_dse, "_DENSE_SPECTRAL_MAX", 0)
-    monkeypatch.setattr(_dse, "_DENSE_SPECTRAL_RATIO", 0)
-    monkeypatch.setattr(_dse, "eigsh", _no_convergence)
+    monkeypatch.setattr(_spectral_patterns, "_DENSE_SPECTRAL_MAX", 0)
+    monkeypatch.setattr(_spectral_patterns, "_DENSE_SPECTRAL_RATIO", 0)
+    monkeypatch.setattr(_spectral_patterns, "eigsh", _no_convergence)
     fallback = DSE(4, view_embedding="spectral", random_state=0).fit(views)
     assert max_angle(dense.embedding_, fallback.embedding_) < 1e-10
-    monkeypatch.setattr(_dse, "_DENSE_SPECTRAL_FALLBACK_MAX", 100)
+    monkeypatch.setattr(_spectral_patterns, "_DENSE_SPECTRAL_FALLBACK_MAX", 100)
     with pytest.raises(ValueError, match="did not converge .* increase n_neighbors"):
         DSE(4, view_embedding="spectral", random_state=0).fit(views)
 
@@ -164,7 +161,7 @@ def test_pca_routes_agree_and_accept_sparse_input(monkeypatch, route, shape, den
     X = sp.random(*shape, density=0.2, random_state=1, format="csr")
     Xd = X.toarray()
     U, s, _ = np.linalg.svd(Xd - Xd.mean(0), full_matrices=False)
-    monkeypatch.setattr(_dse, "_DENSE_PCA_MAX", dense_max)
+    monkeypatch.setattr(_pca_patterns, "_DENSE_PCA_MAX", dense_max)
     T, reduced = pca_scores(X, 5, random_state=0)
     assert reduced
     assert max_angle(T, U[:, :5]) < 1e-6
@@ -249,8 +246,9 @@ def test_pca_grid_is_nested_and_truncated_at_rank(rng, caplog):
 # ------------------------------------------------------ determinism and API
 @pytest.mark.parametrize("mode", MODES)
 def test_deterministic_for_fixed_random_state(rng, mode, monkeypatch):
-    monkeypatch.setattr(_dse, "_DENSE_SPECTRAL_MAX", 0)  # exercise seeded eigsh
-    monkeypatch.setattr(_dse, "_DENSE_SPECTRAL_RATIO", 0)
+    # exercise the seeded eigsh path
+    monkeypatch.setattr(_spectral_patterns, "_DENSE_SPECTRAL_MAX", 0)
+    monkeypatch.setattr(_spectral_patterns, "_DENSE_SPECTRAL_RATIO", 0)
     views = latent_views(rng, N=150)
     Z1 = DSE(3, view_embedding=mode, random_state=7).fit_transform(views)
     Z2 = DSE(3, view_embedding=mode, random_state=7).fit_transform(views)

@@ -84,6 +84,15 @@ M. Belkin, P. Niyogi. Laplacian eigenmaps and spectral techniques for embedding 
 clustering. NIPS 2001.
 A. Y. Ng, M. I. Jordan, Y. Weiss. On spectral clustering: analysis and an
 algorithm. NIPS 2001 (normalised affinity).
+
+Where
+-----
+The per-view step's pieces: :mod:`._pca_patterns` (PCA scores and their orthonormal
+basis), :mod:`._knn_graph` (the spectral mode's connected kNN heat graph),
+:mod:`._spectral_patterns` (its Laplacian eigenvectors); :mod:`._consensus` (the
+consensus basis of the concatenated patterns). This module holds the per-view step
+that combines them (:func:`view_patterns`), the validation and fitted attributes
+shared with SSMVD, and the estimator.
 """
 
 from __future__ import annotations
@@ -95,14 +104,8 @@ from numbers import Integral
 from typing import ClassVar
 
 import numpy as np
-import scipy.linalg as la
-import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
-from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh, svds
 from sklearn.base import BaseEstimator
-from sklearn.neighbors import NearestNeighbors
 
-from .._linalg import column_mean, covariance, fix_signs, svd
 from .._validation import (
     Interval,
     Options,
@@ -111,6 +114,14 @@ from .._validation import (
     check_n_components,
     check_views,
 )
+
+# view_patterns looks the per-view pieces up in this module's namespace, where
+# investigations/graph_baselines.py replaces them. ConsensusBasis is re-exported for
+# its importers (protocol/runners.py, _ssmvd.py).
+from ._consensus import ConsensusBasis, consensus_bases
+from ._knn_graph import heat_knn_graph
+from ._pca_patterns import _orthonormal_basis, pca_scores
+from ._spectral_patterns import spectral_patterns
 
 __all__ = [
     "DSE",
@@ -126,266 +137,9 @@ logger = logging.getLogger(__name__)
 
 VIEW_EMBEDDINGS = ("pca", "spectral")
 
-# Above these sizes a dense d x d (or N x N) eigenproblem gives way to ARPACK.
-_DENSE_PCA_MAX = 4096
-# Spectral mode: dense eigh of the N x N affinity up to this N, or while N is below
-# _DENSE_SPECTRAL_RATIO * k (measured crossover with ARPACK at k = 300: N ~ 3500);
-# tests lower it to exercise the eigsh path.
-_DENSE_SPECTRAL_MAX = 1500
-# Largest graph solved densely when ARPACK fails (an N x N float64: 800 MB at 10,000).
-_DENSE_SPECTRAL_FALLBACK_MAX = 10_000
-_DENSE_SPECTRAL_RATIO = 12
-# ARPACK relative residual tolerance; 1e-10 gave subspaces equal to tol=0 within
-# 1e-10 degrees at N=5000, k=300, a quarter faster.
-_EIGSH_TOL = 1e-10
-# Relative singular-value cut below which a direction counts as numerically absent.
-_RANK_RTOL = 1e-8
-# Clip of the heat-kernel exponent: exp(-500) ~ 7e-218 stays positive in float64.
-_MAX_HEAT_EXPONENT = 500.0
-# Components up to this size are bridged with one query on the global kNN index.
-_SMALL_COMPONENT = 256
-
 
 class TransductiveError(NotImplementedError, ValueError):
     """Raised by ``transform`` of a transductive estimator (no out-of-sample map)."""
-
-
-# --------------------------------------------------------------------------- PCA
-def _centered_operator(X, mean: np.ndarray) -> LinearOperator:
-    """``X - 1 mean^T`` as an operator, so sparse ``X`` is never densified."""
-    N, d = X.shape
-
-    def matmat(V):
-        V = V.reshape(d, -1)
-        return np.asarray(X @ V) - np.outer(np.ones(N), mean @ V)
-
-    def rmatmat(U):
-        U = U.reshape(N, -1)
-        return np.asarray(X.T @ U) - np.outer(mean, U.sum(axis=0))
-
-    return LinearOperator(
-        (N, d),
-        matvec=lambda v: matmat(v).ravel(),
-        rmatvec=lambda u: rmatmat(u).ravel(),
-        matmat=matmat,
-        rmatmat=rmatmat,
-        dtype=np.float64,
-    )
-
-
-def pca_scores(X, n_components: int, random_state=None) -> tuple[np.ndarray, bool]:
-    """Centred PCA scores of one view.
-
-    Parameters
-    ----------
-    X : ndarray or sparse matrix of shape (N, d)
-    n_components : int
-        Number of principal components kept. A view with ``d <= n_components`` is
-        returned centred and unreduced.
-    random_state : int, RandomState, Generator or None
-        Seeds ARPACK's start vector (only used when both N and d exceed 4096).
-
-    Returns
-    -------
-    T : ndarray of shape (N, min(n_components, d))
-        ``(X - 1 mu^T) V`` with ``V`` the top principal axes (``T = X_c`` when no
-        reduction is done), in decreasing order of variance.
-    reduced : bool
-        Whether PCA was applied (``d > n_components``).
-    """
-    N, d = X.shape
-    mean = column_mean(X)
-    if d <= n_components:
-        Xd = X.toarray() if sp.issparse(X) else np.asarray(X)
-        return Xd - mean, False
-    k = n_components
-    if d <= _DENSE_PCA_MAX:
-        # C = X^T X / N - mu mu^T keeps sparse input sparse; exact top-k axes.
-        _, V = la.eigh(covariance(X, mean), subset_by_index=[d - k, d - 1])
-        V = V[:, ::-1]
-    elif N <= _DENSE_PCA_MAX:
-        Xm = np.asarray(X @ mean).ravel()
-        G = X @ X.T
-        G = G.toarray() if sp.issparse(G) else np.asarray(G)
-        G = G - Xm[:, None] - Xm[None, :] + mean @ mean
-        k = min(k, N)
-        lam, U = la.eigh((G + G.T) / 2, subset_by_index=[N - k, N - 1])
-        T = U[:, ::-1] * np.sqrt(np.clip(lam[::-1], 0.0, None))
-        return fix_signs(T), True
-    else:
-        rng = as_random_state(random_state)
-        v0 = rng.standard_normal(min(N, d))
-        _, s, Vt = svds(_centered_operator(X, mean), k=k, v0=v0, solver="arpack")
-        V = Vt[np.argsort(s)[::-1]].T
-    T = np.asarray(X @ V) - mean @ V
-    return fix_signs(T), True
-
-
-def _orthonormal_basis(T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Left singular vectors of ``T`` for its numerically non-zero singular values."""
-    U, s, _ = svd(T)
-    keep = s > _RANK_RTOL * s[0] if s.size and s[0] > 0 else np.zeros(s.size, bool)
-    return fix_signs(U[:, keep].copy()), s[keep]
-
-
-# ----------------------------------------------------------------- spectral mode
-def _heat(dist: np.ndarray, sigma: float) -> np.ndarray:
-    return np.exp(-np.minimum(dist**2 / (2.0 * sigma**2), _MAX_HEAT_EXPONENT))
-
-
-def _heat_width(dist: np.ndarray) -> float:
-    """Mean distance to the farthest (k-th) neighbour, guarded against duplicates."""
-    sigma = float(np.mean(dist[:, -1]))
-    if sigma > 0:
-        return sigma
-    positive = dist[dist > 0]
-    # Every point has k exact duplicates: any width gives the same weights (1).
-    return float(positive.mean()) if positive.size else 1.0
-
-
-def _bridge_components(Z, nn, labels, n_comp, sigma):
-    """One Boruvka round: the shortest edge from each component but the largest."""
-    N = Z.shape[0]
-    sizes = np.bincount(labels, minlength=n_comp)
-    largest = int(np.argmax(sizes))
-    pairs: dict[tuple[int, int], float] = {}
-    for c in range(n_comp):
-        if c == largest:
-            continue
-        members = np.flatnonzero(labels == c)
-        s = members.size
-        if s + 1 <= _SMALL_COMPONENT:
-            # Among the s + 1 nearest points of any member at least one lies outside.
-            d, j = nn.kneighbors(Z[members], n_neighbors=min(s + 1, N))
-            d = np.where(labels[j] != c, d, np.inf)
-            a, b = np.unravel_index(np.argmin(d), d.shape)
-            i, jj, dij = members[a], j[a, b], d[a, b]
-        else:
-            others = np.flatnonzero(labels != c)
-            nn_o = NearestNeighbors(n_neighbors=1, algorithm="brute").fit(Z[others])
-            d, j = nn_o.kneighbors(Z[members])
-            a = int(np.argmin(d[:, 0]))
-            i, jj, dij = members[a], others[j[a, 0]], d[a, 0]
-        pairs[(min(i, jj), max(i, jj))] = float(dij)
-    ij = np.array(list(pairs.keys()), dtype=np.intp)
-    w = _heat(np.array(list(pairs.values())), sigma)
-    rows = np.concatenate([ij[:, 0], ij[:, 1]])
-    cols = np.concatenate([ij[:, 1], ij[:, 0]])
-    return sp.csr_matrix((np.concatenate([w, w]), (rows, cols)), shape=(N, N)), len(w)
-
-
-def heat_knn_graph(Z: np.ndarray, n_neighbors: int):
-    r"""Symmetric kNN graph with heat weights, made connected if necessary.
-
-    Parameters
-    ----------
-    Z : ndarray of shape (N, d)
-        Features (PCA scores) of one view.
-    n_neighbors : int
-        Neighbours per point, excluding the point itself (``< N``).
-
-    Returns
-    -------
-    W : csr_matrix of shape (N, N)
-        ``w_ij = exp(-||z_i - z_j||^2 / (2 sigma^2))`` on kNN edges, symmetrised with
-        ``max``, plus bridging edges if the kNN graph was disconnected.
-    sigma : float
-        Heat width: the mean distance to the ``n_neighbors``-th neighbour.
-    n_components : int
-        Connected components of the kNN graph before repair.
-    n_bridges : int
-        Bridging edges added.
-    """
-    N = Z.shape[0]
-    nn = NearestNeighbors(n_neighbors=n_neighbors, algorithm="brute").fit(Z)
-    dist, ind = nn.kneighbors()  # self excluded by index, duplicates kept
-    sigma = _heat_width(dist)
-    rows = np.repeat(np.arange(N), n_neighbors)
-    W = sp.csr_matrix((_heat(dist, sigma).ravel(), (rows, ind.ravel())), shape=(N, N))
-    W = W.maximum(W.T).tocsr()
-    n_comp, labels = connected_components(W, directed=False)
-    n_before, n_bridges = int(n_comp), 0
-    while n_comp > 1:
-        bridges, n_new = _bridge_components(Z, nn, labels, n_comp, sigma)
-        W = W.maximum(bridges).tocsr()
-        n_bridges += n_new
-        n_comp, labels = connected_components(W, directed=False)
-    return W, sigma, n_before, n_bridges
-
-
-def spectral_patterns(W, k: int, random_state=None) -> tuple[np.ndarray, np.ndarray]:
-    r"""Top-``k`` non-trivial eigenvectors of ``S = D^{-1/2} W D^{-1/2}``.
-
-    The trivial eigenvector ``u_0 = D^{1/2} 1 / ||D^{1/2} 1||`` (eigenvalue 1) is
-    removed by deflation: we take the top ``k`` eigenvectors of
-    ``P (S + I) P`` with ``P = I - u_0 u_0^T``, whose spectrum is ``1 + lambda_i(S)``
-    for ``i >= 1`` and 0 on ``u_0``. Unlike "compute k+1, drop the first" this stays
-    right when eigenvalue 1 is repeated.
-
-    Parameters
-    ----------
-    W : sparse matrix of shape (N, N)
-        Symmetric non-negative affinity with positive degrees.
-    k : int
-        Number of eigenvectors, ``1 <= k <= N - 1``.
-    random_state : int, RandomState, Generator or None
-        Seeds the Lanczos start vector.
-
-    Returns
-    -------
-    A : ndarray of shape (N, k)
-        Orthonormal eigenvectors, eigenvalues decreasing.
-    eigenvalues : ndarray of shape (k,)
-        The matching eigenvalues of ``S`` (in ``[-1, 1]``).
-    """
-    N = W.shape[0]
-    deg = np.asarray(W.sum(axis=1)).ravel()
-    d_isqrt = 1.0 / np.sqrt(deg)
-    S = (sp.diags(d_isqrt) @ W @ sp.diags(d_isqrt)).tocsr()
-    u0 = np.sqrt(deg)
-    u0 /= np.linalg.norm(u0)
-
-    def dense():
-        M = S.toarray()
-        M[np.diag_indices(N)] += 1.0
-        Mu = M @ u0
-        M -= np.outer(u0, Mu) + np.outer(Mu, u0) - (u0 @ Mu) * np.outer(u0, u0)
-        return la.eigh((M + M.T) / 2, subset_by_index=[N - k, N - 1])
-
-    if N <= max(_DENSE_SPECTRAL_MAX, _DENSE_SPECTRAL_RATIO * k):
-        lam, A = dense()
-    else:
-
-        def matmat(X):
-            X = X.reshape(N, -1)
-            X = X - np.outer(u0, u0 @ X)
-            Y = S @ X + X
-            return Y - np.outer(u0, u0 @ Y)
-
-        op = LinearOperator(
-            (N, N),
-            matvec=lambda x: matmat(x).ravel(),
-            matmat=matmat,
-            dtype=np.float64,
-        )
-        rng = as_random_state(random_state)
-        v0 = rng.standard_normal(N)
-        v0 -= u0 * (u0 @ v0)
-        try:
-            lam, A = eigsh(op, k=k, which="LA", v0=v0, tol=_EIGSH_TOL)
-        except ArpackNoConvergence:
-            # Nearly disconnected graphs (many duplicate rows) have eigenvalues
-            # clustered at 1, where Lanczos stalls; the dense solver does not.
-            if N > _DENSE_SPECTRAL_FALLBACK_MAX:
-                raise ValueError(
-                    f"the spectral embedding of a {N}-node kNN graph did not converge "
-                    "(ARPACK); the graph is probably nearly disconnected (duplicate "
-                    "rows): increase n_neighbors or use view_embedding='pca'"
-                ) from None
-            logger.info("eigsh did not converge on %d nodes; dense eigh instead", N)
-            lam, A = dense()
-    order = np.argsort(lam)[::-1]
-    return fix_signs(A[:, order].copy()), lam[order] - 1.0
 
 
 # ------------------------------------------------------------ per-view patterns
@@ -482,63 +236,7 @@ def view_patterns(
     return patterns, infos
 
 
-# -------------------------------------------------------------------- consensus
-class ConsensusBasis:
-    r"""Thin SVD ``A = Q diag(s) V^T`` of the concatenated patterns, via ``A^T A``.
-
-    With ``A = [A^{(1)}, ..., A^{(m)}]`` (``N x K``) the Gram matrix ``G = A^T A`` is
-    only ``K x K``; its eigenpairs ``(s_i^2, v_i)`` give ``Q = A V diag(1/s)``. The
-    DSE consensus for ``r`` is ``Q[:, :r]`` (Eckart-Young), and SSMVD works in the
-    reduced coordinates ``R = diag(s) V^T = Q^T A`` (``K' x K``), since both optimal
-    ``B`` lie in ``range(A)``. Directions with ``s_i <= 1e-8 s_1`` are dropped.
-    Squaring the condition number is harmless here: for orthonormal patterns the
-    top ``min_p k_p`` singular values are all >= 1 and none exceeds ``sqrt(m)``.
-
-    Parameters
-    ----------
-    A : ndarray of shape (N, K)
-    G : ndarray of shape (K, K), optional
-        ``A^T A`` if already known (the grid reuses sub-blocks of one Gram matrix).
-    n_top : int, optional
-        Compute only the top ``n_top`` eigenpairs (enough for DSE); then
-        :meth:`reduced` is unavailable and :attr:`rank` is at most ``n_top``.
-    """
-
-    def __init__(self, A: np.ndarray, G: np.ndarray | None = None, n_top=None):
-        G = A.T @ A if G is None else G
-        K = G.shape[0]
-        self.complete = n_top is None or n_top >= K
-        subset = None if self.complete else [K - n_top, K - 1]
-        lam, V = la.eigh((G + G.T) / 2, subset_by_index=subset)
-        lam, V = lam[::-1], V[:, ::-1]
-        # No pattern columns at all (every view constant): lam is empty, rank 0.
-        top = lam[0] if lam.size else 0.0
-        keep = lam > (_RANK_RTOL**2) * top if top > 0 else lam > np.inf
-        self.A = A
-        self.singular_values = np.sqrt(lam[keep])
-        self.V = V[:, keep]
-        self.sq_norm = float(np.trace(G))  # ||A||_F^2
-
-    @property
-    def rank(self) -> int:
-        """Numerical rank of ``A`` (capped at ``n_top`` when that was given)."""
-        return self.singular_values.size
-
-    def reduced(self) -> np.ndarray:
-        """``R = Q^T A = diag(s) V^T``, shape (rank, K)."""
-        if not self.complete:
-            raise RuntimeError("reduced() needs the full eigendecomposition")
-        return self.singular_values[:, None] * self.V.T
-
-    def embed(self, C: np.ndarray) -> np.ndarray:
-        """``B = Q C`` for reduced coordinates ``C`` of shape (rank, r)."""
-        return self.A @ ((self.V / self.singular_values) @ C)
-
-    def top(self, r: int) -> np.ndarray:
-        """DSE consensus: the top-``r`` left singular vectors of ``A``."""
-        return fix_signs(self.embed(np.eye(self.rank, r)))
-
-
+# ------------------------------------------------------------------- validation
 def check_r_grid(r_grid, N: int) -> list[int]:
     """Validate a grid of ``n_components`` values; return it sorted and unique."""
     if isinstance(r_grid, Integral):
@@ -561,58 +259,6 @@ TRANSDUCTIVE_PARAMETER_CONSTRAINTS = {
     "pca_components": [Interval("integer", 1, None)],
     "random_state": ["random_state"],
 }
-
-
-def _rank_message(r: int, basis: ConsensusBasis, infos) -> str:
-    dims = [i.n_patterns for i in infos]
-    return (
-        f"n_components={r} is too large: the concatenated per-view patterns "
-        f"(dimensions {dims}, sum {sum(dims)}) have numerical rank {basis.rank}, "
-        "so at most that many consensus components exist"
-    )
-
-
-def consensus_bases(
-    patterns_max, infos, r_values, view_embedding, *, full=False, strict=True
-):
-    """Yield ``(r, ConsensusBasis)`` for each feasible ``r``, reusing one Gram matrix.
-
-    In PCA mode the patterns do not depend on ``r``: one basis serves every ``r``.
-    In spectral mode ``k_p = r`` and eigenvectors are nested, so the patterns for
-    ``r`` are the first ``r`` columns of those for ``r_max``; the consensus itself is
-    not nested and is recomputed from the matching sub-block of ``G_max``.
-
-    ``r`` above the rank of ``A`` (possible in PCA mode) raises ``ValueError`` when
-    ``strict``; otherwise the grid is truncated there with a logged warning.
-    ``full`` asks for complete bases (SSMVD needs :meth:`ConsensusBasis.reduced`).
-    """
-    A_max = np.hstack(patterns_max)
-    G_max = A_max.T @ A_max
-    if view_embedding == "pca":
-        basis = ConsensusBasis(A_max, G_max)  # K <= m * pca_components: cheap
-        bases = ((r, lambda basis=basis: basis) for r in r_values)
-    else:
-        offsets = np.cumsum([0] + [P.shape[1] for P in patterns_max])
-
-        def make(r):
-            idx = np.concatenate([np.arange(o, o + r) for o in offsets[:-1]])
-            return ConsensusBasis(
-                A_max[:, idx], G_max[np.ix_(idx, idx)], None if full else r
-            )
-
-        bases = ((r, lambda r=r: make(r)) for r in r_values)
-    r_prev = None
-    for r, get in bases:
-        basis = get()
-        if r > basis.rank:
-            if strict or r_prev is None:
-                raise ValueError(_rank_message(r, basis, infos))
-            logger.warning(
-                "%s; the grid stops at r=%d", _rank_message(r, basis, infos), r_prev
-            )
-            return
-        r_prev = r
-        yield r, basis
 
 
 # -------------------------------------------------------------------- estimator

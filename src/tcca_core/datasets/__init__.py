@@ -35,14 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from . import ads, mfeat, nuswide, secstr
-from ._base import (
-    Dataset,
-    DatasetSpec,
-    availability_spec,
-    load_spec,
-    prepare_spec,
-    read_manifest,
-)
+from ._base import Dataset, DatasetSpec
 from ._download import (
     ChecksumError,
     DataLockedError,
@@ -51,6 +44,8 @@ from ._download import (
     UnsafeArchiveError,
     WriteError,
 )
+from ._loader import availability_spec, load_spec, prepare_spec
+from ._manifest import read_manifest
 
 __all__ = [
     "DATASETS",
