@@ -35,7 +35,7 @@ from _common import RESULTS, hand_over, load, parse_args, summarize, write
 from _common import run as _run
 
 from tcca_core import protocol
-from tcca_core.baselines import _dse, _ssmvd
+from tcca_core.baselines import _dse, _spectral_patterns, _ssmvd
 from tcca_core.baselines._single import l2_normalize_rows
 
 R_ADS = [5, 10, 20, 40, 80]
@@ -120,13 +120,13 @@ def _spectral_memo(W, k, random_state=None):
     key = _key(W.data, W.indices, W.indptr)
     if key not in _spectra or _spectra[key][0].shape[1] < k:
         k_all = max(k, SPECTRAL["k_max"])
-        old = _dse._DENSE_SPECTRAL_MAX
+        old = _spectral_patterns._DENSE_SPECTRAL_MAX
         if SPECTRAL["dense"]:
-            _dse._DENSE_SPECTRAL_MAX = 10**9
+            _spectral_patterns._DENSE_SPECTRAL_MAX = 10**9
         try:
             _spectra[key] = _spec_fn(W, k_all, random_state)
         finally:
-            _dse._DENSE_SPECTRAL_MAX = old
+            _spectral_patterns._DENSE_SPECTRAL_MAX = old
     A, lam = _spectra[key]
     return A[:, :k], lam[:k]
 
