@@ -1,12 +1,19 @@
 """Packaging metadata (issue #17, B): LICENSE, CITATION.cff, py.typed and an
-environment.yml that matches pyproject.toml."""
+environment.yml that matches pyproject.toml; the `tcca` import alias and the pinned
+environment: lock file, conda environment, Dockerfile, lock digest in the summary
+(issue #33)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,3 +77,129 @@ def test_py_typed_ships():
     assert (ROOT / "src" / "tcca_core" / "py.typed").is_file()
     package_data = PYPROJECT["tool"]["setuptools"]["package-data"]
     assert "py.typed" in package_data["tcca_core"]
+
+
+# ------------------------------------------------ the import names (issue #33, item 4)
+# These three need neither the repository's files nor Snakemake: CI runs them against
+# the installed wheel too (.ci/run).
+
+
+def test_tcca_is_an_alias_of_tcca_core():
+    import tcca
+    import tcca_core
+
+    assert tcca.TCCA is tcca_core.TCCA and tcca.KTCCA is tcca_core.KTCCA
+    assert tcca.tcca is tcca_core.tcca
+    assert tcca.model_selection is tcca_core.model_selection
+    assert (
+        tcca.__all__ == tcca_core.__all__ and tcca.__version__ == tcca_core.__version__
+    )
+    assert set(tcca_core.__all__) <= set(dir(tcca))
+    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+        tcca.nope  # noqa: B018
+
+
+def test_both_packages_ship_their_type_marker():
+    from importlib import resources
+
+    for package in ("tcca_core", "tcca"):
+        assert (resources.files(package) / "py.typed").is_file(), package
+
+
+def test_datasets_command_line_answers_help():
+    res = subprocess.run(
+        [sys.executable, "-m", "tcca_core.datasets", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    assert "usage:" in res.stdout
+
+
+# ------------------------------------------ the pinned environment (issue #33, item 5)
+
+LOCK = ROOT / "requirements" / "lock.txt"
+
+
+def _lock_pins() -> dict[str, str]:
+    """{PEP 503 name: version} of requirements/lock.txt; every pin has its hashes."""
+    pins = {}
+    text = LOCK.read_text()
+    for block in re.split(r"\n(?=[A-Za-z0-9])", text.split("\n", 2)[2]):
+        m = re.match(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)", block)
+        assert m, block[:200]
+        assert "--hash=sha256:" in block, f"{m.group(1)} has no hash"
+        pins[_norm(m.group(1))[0]] = m.group(2)
+    return pins
+
+
+def test_lock_pins_the_published_environment():
+    """The lock meets pyproject's requirements (the package, its test and pipeline
+    extras) and pins the versions that produced the published results/summary.json."""
+    from packaging.requirements import Requirement
+
+    pins = _lock_pins()
+    project = PYPROJECT["project"]
+    wanted = [*project["dependencies"]]
+    for extra in ("pipeline", "test"):
+        wanted += project["optional-dependencies"][extra]
+    for line in wanted:
+        req = Requirement(line)
+        name = _norm(req.name)[0]
+        assert name in pins, f"the lock lacks {name}"
+        assert req.specifier.contains(pins[name]), (line, pins[name])
+    summary = json.loads((ROOT / "results" / "summary.json").read_text())
+    published = summary["provenance"]["versions"]
+    for name, version in published.items():
+        if name != "tcca" and version is not None:
+            assert pins[_norm(name)[0]] == version, (name, version)
+
+
+def test_conda_environment_of_the_rules_is_pinned_to_the_lock():
+    env = yaml.safe_load((ROOT / "workflow" / "envs" / "tcca.yaml").read_text())
+    pins = _lock_pins()
+    summary = json.loads((ROOT / "results" / "summary.json").read_text())
+    conda_names = {"matplotlib-base": "matplotlib"}
+    pinned = set()
+    for dep in env["dependencies"]:
+        if isinstance(dep, dict):
+            assert dep == {"pip": ["-e ../.."]}  # the project itself, from the checkout
+            continue
+        name, _, spec = dep.partition(" ")
+        if name == "python":
+            assert spec == "=" + summary["provenance"]["machine"]["python"]
+        elif name not in ("pip", "libblas"):
+            assert spec == "==" + pins[conda_names.get(name, name)], dep
+            pinned.add(conda_names.get(name, name))
+    # every requirement of the package is pinned there
+    required = {_norm(r)[0] for r in PYPROJECT["project"]["dependencies"]}
+    assert required <= pinned, required - pinned
+
+
+def test_dockerfile_installs_the_lock_with_its_hashes():
+    text = (ROOT / "Dockerfile").read_text()
+    summary = json.loads((ROOT / "results" / "summary.json").read_text())
+    python = summary["provenance"]["machine"]["python"]
+    assert f"FROM python:{python}-" in text
+    assert "pip install --require-hashes -r requirements/lock.txt" in text
+    assert "pip install --no-deps . && python -m pip check" in text
+
+
+def test_summary_provenance_records_the_lock_digest(tmp_path):
+    from tcca_core.reporting import provenance
+
+    # a checkout with a lock: found from the workflow's folder (workflow.basedir)
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "requirements").mkdir()
+    (tmp_path / "requirements" / "lock.txt").write_bytes(b"numpy==2\n")
+    (tmp_path / "workflow").mkdir()
+    prov = provenance({"seed": 1}, repo=tmp_path / "workflow")
+    assert prov["lock_sha256"] == hashlib.sha256(b"numpy==2\n").hexdigest()
+    # none: null, and the search stops at the checkout's top
+    (tmp_path / "inner").mkdir()
+    (tmp_path / "inner" / "pyproject.toml").write_text("")
+    assert provenance({}, repo=tmp_path / "inner")["lock_sha256"] is None
+    # this checkout's
+    digest = hashlib.sha256(LOCK.read_bytes()).hexdigest()
+    assert provenance({}, repo=ROOT / "workflow")["lock_sha256"] == digest
