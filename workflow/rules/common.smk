@@ -112,7 +112,8 @@ def data_routes():
     """How each data set of the default target is had, decided from file names only:
     ``ready`` (prepared or raw files at hand: its jobs are scheduled at once),
     ``fetch`` (to be downloaded: the checkpoint prepare_data decides, and its jobs
-    are scheduled once it is obtained) or ``skip`` (cannot be had: one line now).
+    are scheduled once it is obtained) or ``skip`` (cannot be had: one line when a
+    real run starts, skip_notices).
     Strict runs schedule everything and fail where data are missing."""
     for dataset in PENDING:
         logger.warning(
@@ -130,8 +131,6 @@ def data_routes():
         else:
             ok, why = tcca_datasets.availability(dataset, offline=OFFLINE, **kw)
             routes[dataset] = ("fetch", "") if ok else ("skip", why)
-            if not ok:
-                logger.warning(f"Skipping data set {dataset}: {why}")
         return routes[dataset][0]
 
     for dataset in DATASETS:
@@ -145,6 +144,18 @@ def data_routes():
 def skipped_at_start():
     """{data set: one-line reason} of the data sets skipped before any job."""
     return {d: why for d, (route, why) in data_routes().items() if route == "skip"}
+
+
+def skip_notices():
+    """One line per data set that cannot be had (what was tried, what to download,
+    where to put it), printed before the first job of a real run only: `onstart`
+    runs neither for --lint nor for a dry run (-n), nor in the jobs of a cluster."""
+    for dataset, why in skipped_at_start().items():
+        logger.warning(f"Skipping data set {dataset}: {why}")
+
+
+onstart:
+    skip_notices()
 
 
 def read_status(path):
