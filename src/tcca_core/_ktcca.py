@@ -24,7 +24,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 
 from ._als import warn_unconverged
 from ._multiview import HighOrderCorrelationMixin
-from ._tcca import SOLVER_CONSTRAINTS, check_ranks, max_cp_rank
+from ._tcca import SOLVER_CONSTRAINTS, check_ranks, is_dask_views, max_cp_rank
 from ._tensors import MomentEngine, WhitenedView
 from ._validation import (
     Interval,
@@ -87,6 +87,20 @@ def kernel_whitening(K: np.ndarray, eps: float, jitter: float, p: int = 0):
     return L, np.ascontiguousarray(Y)
 
 
+def dask_message(views) -> str:
+    """Why KTCCA refuses Dask views (issue #32), and what to do instead."""
+    n = views[0].shape[0] if hasattr(views[0], "shape") else None
+    size = f" ({8 * n * n / 1e9:.3g} GB per view for N = {n})" if n else ""
+    return (
+        "KTCCA does not take Dask arrays: it needs every view's N x N kernel matrix "
+        f"and its Cholesky factor in memory{size}, which cannot be split into row "
+        "chunks like linear TCCA's passes. Use TCCA on the Dask views (linear, out of "
+        "core), or map each view to explicit features first (e.g. "
+        "sklearn.kernel_approximation.Nystroem or RBFSampler, fitted on a sample) and "
+        "fit TCCA on those; or fit KTCCA on a subsample computed into memory"
+    )
+
+
 def _path_params(params: dict) -> dict:
     return {k: v for k, v in params.items() if k != "n_components"}
 
@@ -135,6 +149,8 @@ def ktcca_path(
     )
     eps, jitter, max_iter, tol = p["eps"], p["jitter"], p["max_iter"], p["tol"]
     ranks, warm_start = check_ranks(ranks, init, warm_start)
+    if is_dask_views(views):
+        raise ValueError(dask_message(views))
     if not isinstance(views, list | tuple):
         check_views(views)  # raises the standard message
     m = len(views)

@@ -1,0 +1,704 @@
+"""TCCA on Dask arrays: every pass over the data runs as Dask tasks (issue #32).
+
+The in-memory tensor-free engine (:class:`._tensors.ImplicitMoment`) needs only a
+few kinds of passes over the whitened views Y_p = (X_p - mean_p) W_p; each is a map
+over the row chunks (chunk k of every view goes to one task) followed by a tree
+reduction of small results, so the views are never gathered and nothing N-sized
+reaches the client:
+
+* the statistics (one pass): per chunk its mean and centered scatter matrix,
+  merged pairwise (Chan, Golub & LeVeque), which gives C_pp without a second pass
+  and without the cancellation of X^T X / N - mean mean^T;
+* the MTTKRP of mode p (one pass): Y_p^T (Hadamard_{q != p} Y_q U_q) / N, each task
+  returning a d_p x r block;
+* ||M||^2, the mode Grams M_(p) M_(p)^T of the exact HOSVD and the direct residual
+  (one pass each): column slabs of the unfolding M_(f) = Y_f^T (Khatri-Rao of the
+  others) / N, reduced per slab and turned into a scalar or a d x d matrix on a
+  worker (the tensor is never held whole, nor on the client); or, for ||M||^2 where
+  the Gram route is cheaper (N < prod(d) / sum(d)), pairs of chunks of the N x N Gram
+  matrices by 2048-row blocks, again never formed whole;
+* the correlations rho_k, and M = Y_1^T Y_2 / N for two views (one pass each).
+
+The arithmetic is that of the in-memory engine (same formulas, same order of the
+Hadamard products), so a fit on Dask views equals the in-memory fit to rounding
+(1e-10 relative is tested). The whitening, the ALS loop, the starts and their race
+are the in-memory ones: :class:`DaskEngine` is a :class:`._tensors.MomentEngine`
+whose operator is :class:`DaskMoment`.
+
+This module is imported only when a view is a Dask array, so that ``tcca_core``
+does not import Dask otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+from time import perf_counter
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+import scipy.sparse as sp
+from dask import delayed
+
+from ._linalg import inv_sqrt_psd, svd
+from ._tensors import (
+    MomentEngine,
+    _block_rows,
+    _gram_block,
+    _prod,
+    _unfolding_plan,
+    mode_gram_costs,
+    norm_costs,
+)
+from ._validation import check_magnitude
+
+__all__ = [
+    "DaskEngine",
+    "DaskMoment",
+    "DaskView",
+    "as_dask_views",
+    "tcca_path",
+    "transform",
+]
+
+#: Partial results merged per task of the tree reductions.
+SPLIT_EVERY = 8
+
+
+# --------------------------------------------------------------------------- input
+
+
+def as_dask_views(views, min_samples: int = 2) -> list:
+    """Validate a list of views of which at least one is a Dask array.
+
+    Every view must be a 2-D Dask array (NumPy arrays are wrapped, chunked like the
+    first Dask view) of real numbers with known chunk sizes, the same number of
+    rows and the same row chunks. Columns are put in one chunk (each task needs
+    whole rows). Values (finiteness, magnitude) are checked in the statistics pass.
+    """
+    if not isinstance(views, (list, tuple)):
+        raise ValueError(
+            f"views must be a list of arrays, one per view; got {type(views).__name__}"
+        )
+    if len(views) < 2:
+        raise ValueError(f"at least 2 views are needed, got {len(views)}")
+    ref = next(X for X in views if isinstance(X, da.Array))
+    out = []
+    for p, X in enumerate(views):
+        if not isinstance(X, da.Array):
+            if type(X).__module__.startswith("dask"):
+                raise ValueError(
+                    f"view {p} is a {type(X).__name__}; pass a dask.array.Array, "
+                    "e.g. df.to_dask_array(lengths=True)"
+                )
+            if X is None or sp.issparse(X):
+                raise ValueError(
+                    f"view {p} is {'None' if X is None else 'a sparse matrix'}: with "
+                    "Dask views, pass every view as a dask array (or a dense array)"
+                )
+            X = np.asarray(X)
+            if X.ndim != 2:
+                raise ValueError(
+                    f"view {p} must be 2-D (n_samples, n_features), got shape {X.shape}"
+                )
+            X = da.from_array(X, chunks=(ref.chunks[0], -1))
+        if X.ndim != 2:
+            raise ValueError(
+                f"view {p} must be 2-D (n_samples, n_features), got shape {X.shape}"
+            )
+        if any(np.isnan(c) for c in X.chunks[0]):
+            raise ValueError(
+                f"view {p} has unknown chunk sizes (rows); compute them first with "
+                f"views[{p}] = views[{p}].compute_chunk_sizes()"
+            )
+        if X.dtype.kind not in "biuf":
+            raise ValueError(
+                f"view {p} has dtype {X.dtype}; pass real numbers (float, int, bool)"
+            )
+        if X.shape[1] == 0:
+            raise ValueError(f"view {p} has no features (shape {X.shape})")
+        out.append(X)
+    n = [X.shape[0] for X in out]
+    if len(set(n)) != 1:
+        p = next(p for p, n_p in enumerate(n) if n_p != n[0])
+        raise ValueError(
+            f"all views must have the same number of samples (rows); got {n}: "
+            f"view {p} has {n[p]}, view 0 has {n[0]}"
+        )
+    for p, X in enumerate(out):
+        if X.chunks[0] != out[0].chunks[0]:
+            raise ValueError(
+                f"view {p}'s row chunks differ from view 0's (chunk sizes "
+                f"{_show_chunks(X.chunks[0])} vs {_show_chunks(out[0].chunks[0])}): "
+                "each task needs the same rows of every view; rechunk it alike, "
+                f"e.g. views[{p}] = views[{p}].rechunk({{0: views[0].chunks[0]}})"
+            )
+    if n[0] < min_samples:
+        raise ValueError(f"at least {min_samples} samples are needed, got {n[0]}")
+    return [X.rechunk({1: -1}) if X.numblocks[1] > 1 else X for X in out]
+
+
+def _show_chunks(chunks: Sequence[int]) -> str:
+    if len(chunks) <= 4:
+        return str(tuple(chunks))
+    return f"({chunks[0]}, {chunks[1]}, ..., {chunks[-1]}; {len(chunks)} chunks)"
+
+
+def _block(X) -> np.ndarray:
+    """Return a chunk as a dense float64 array (a sparse chunk is densified)."""
+    if sp.issparse(X):
+        X = X.toarray()
+    elif hasattr(X, "todense") and not isinstance(X, np.ndarray):  # pydata sparse
+        X = X.todense()
+    return np.asarray(X, dtype=np.float64)
+
+
+def _blocks(X) -> list:
+    """Return the row chunks of a Dask array as delayed objects (one column chunk)."""
+    return list(X.to_delayed().ravel())
+
+
+def _tree_sum(parts: list, combine=None):
+    """Sum delayed partial results by a tree, ``SPLIT_EVERY`` at a time.
+
+    ``combine`` (default: addition) merges a group of partial results. The tree is
+    fixed by the number of chunks, so the result is deterministic.
+    """
+    combine = _sum if combine is None else combine
+    if not parts:
+        raise ValueError("nothing to sum")
+    while len(parts) > 1:
+        parts = [
+            delayed(combine)(*parts[i : i + SPLIT_EVERY])
+            for i in range(0, len(parts), SPLIT_EVERY)
+        ]
+    return parts[0]
+
+
+def _sum(*xs):
+    total = xs[0].copy() if isinstance(xs[0], np.ndarray) else xs[0]
+    for x in xs[1:]:
+        total = total + x
+    return total
+
+
+# ---------------------------------------------------------------------- statistics
+
+
+def _chunk_stats(X, center: bool):
+    X = _block(X)
+    bad = int(X.size - np.count_nonzero(np.isfinite(X)))
+    if bad or X.shape[0] == 0:
+        d = X.shape[1]
+        return (X.shape[0], np.zeros(d), np.zeros((d, d)), bad, None, None, 0.0)
+    mean = X.mean(axis=0) if center else np.zeros(X.shape[1])
+    D = X - mean
+    amax = float(np.max(np.abs(X)))
+    return (X.shape[0], mean, D.T @ D, 0, X.max(axis=0), X.min(axis=0), amax)
+
+
+def _merge_stats(*parts):
+    """Merge (n, mean, scatter, bad, max, min, |max|) of disjoint row sets (Chan)."""
+    n, mean, S, bad, hi, lo, amax = parts[0]
+    S = S.copy()
+    for n2, mean2, S2, bad2, hi2, lo2, amax2 in parts[1:]:
+        bad += bad2
+        amax = max(amax, amax2)
+        hi = hi2 if hi is None else (hi if hi2 is None else np.maximum(hi, hi2))
+        lo = lo2 if lo is None else (lo if lo2 is None else np.minimum(lo, lo2))
+        if n2 == 0:
+            continue
+        total = n + n2
+        delta = mean2 - mean
+        S = S + S2 + np.outer(delta, delta) * (n * n2 / total)
+        mean = mean + delta * (n2 / total)
+        n = total
+    return n, mean, S, bad, hi, lo, amax
+
+
+def view_statistics(views: Sequence, center: bool) -> list[tuple]:
+    """Per view: (mean, C_pp, constant?) from one pass over the data.
+
+    With ``center=False`` the mean is zero and C_pp the raw second moment, as the
+    in-memory fit computes them. Raises the in-memory messages for NaN/infinity
+    and for values whose squares overflow.
+    """
+    stats = [
+        _tree_sum([delayed(_chunk_stats)(b, center) for b in _blocks(X)], _merge_stats)
+        for X in views
+    ]
+    merged = dask.compute(*stats)
+    out = []
+    for p, (X, (n, mean, S, bad, hi, lo, amax)) in enumerate(
+        zip(views, merged, strict=True)
+    ):
+        if bad:
+            raise ValueError(f"view {p} contains NaN or infinity ({bad} entries)")
+        check_magnitude(np.array([amax]), X.shape, f"view {p}")
+        C = S / n
+        constant = bool(np.array_equal(hi, lo))
+        out.append((mean, (C + C.T) / 2, constant))
+    return out
+
+
+# ----------------------------------------------------------------- the moment tensor
+
+
+class DaskView:
+    """One view on Dask, with its whitening: what :class:`WhitenedView` is in memory.
+
+    ``blocks`` are the row chunks as delayed objects; the whitened rows
+    Y = (X - mean) W are formed inside the tasks, chunk by chunk.
+    """
+
+    is_sparse = False
+    sparse = None
+
+    def __init__(self, X, mean: np.ndarray, W: np.ndarray):
+        self.X = X
+        self.N = int(X.shape[0])
+        self.d = int(W.shape[1])
+        self.mean = mean
+        self.W = W
+        self.blocks = _blocks(X)
+
+    @property
+    def nnz_per_row(self) -> float:
+        """Dense: every feature counts (the cost models' convention)."""
+        return float(self.d)
+
+
+def _chunk_call(func, m: int, *args) -> np.ndarray:
+    # blockwise passes the views' chunks first, then the constants
+    return func(*args[m:], *args[:m])[None]
+
+
+def _chunk_mttkrp(p: int, means, WUs, *blocks) -> np.ndarray:
+    # (X_p - mean_p)^T (Hadamard_{q != p} (X_q - mean_q) W_q U_q) for this chunk;
+    # the client applies W_p^T and 1/N. Products in the order of ImplicitMoment.
+    H = None
+    for q, X in enumerate(blocks):
+        if q == p:
+            continue
+        P = (_block(X) - means[q]) @ WUs[q]
+        if H is None:
+            H = P
+        else:
+            H *= P
+    assert H is not None  # at least two views
+    return (_block(blocks[p]) - means[p]).T @ H
+
+
+def _chunk_correlations(means, WUs, *blocks) -> np.ndarray:
+    H = None
+    for X, mean, WU in zip(blocks, means, WUs, strict=True):
+        P = (_block(X) - mean) @ WU
+        if H is None:
+            H = P
+        else:
+            H *= P
+    assert H is not None
+    return H.sum(axis=0)
+
+
+def _chunk_cross(means, X1, X2) -> np.ndarray:
+    return (_block(X1) - means[0]).T @ (_block(X2) - means[1])
+
+
+def _whiten(blocks, means, Ws) -> list[np.ndarray]:
+    return [(_block(X) - mu) @ W for X, mu, W in zip(blocks, means, Ws, strict=True)]
+
+
+def _chunk_slab(order, j0: int, j1: int, means, Ws, *blocks) -> np.ndarray:
+    """Y_f^T (Y_2[:, j0:j1] kr_rows Y_3 ... ) over this chunk's rows (not / N).
+
+    The row-wise Khatri-Rao product is formed by blocks of rows of at most 64 MB,
+    as in :func:`._tensors._unfolding_slabs`.
+    """
+    Y = _whiten(blocks, means, Ws)
+    Y = [Y[p] for p in order]
+    n = Y[0].shape[0]
+    rest = int(_prod(y.shape[1] for y in Y[2:]))
+    cols = (j1 - j0) * rest
+    B = _block_rows(max(n, 1), 8 * cols)
+    acc = np.zeros((Y[0].shape[1], cols))
+    for i in range(0, n, B):
+        KR = Y[1][i : i + B, j0:j1]
+        for Yq in Y[2:]:
+            KR = (KR[:, :, None] * Yq[i : i + B, None, :]).reshape(KR.shape[0], -1)
+        acc += Y[0][i : i + B].T @ KR
+    return acc
+
+
+def _slab_norm(S: np.ndarray, N: int) -> float:
+    a = S / N
+    return float(np.vdot(a, a))
+
+
+def _slab_gram(S: np.ndarray, N: int) -> np.ndarray:
+    a = S / N
+    return a @ a.T
+
+
+def _slab_residual(S: np.ndarray, N: int, Uf: np.ndarray, K: np.ndarray) -> float:
+    R = S / N - Uf @ K.T
+    return float(np.vdot(R, R))
+
+
+def _chunk_pair_gram(same: bool, means, Ws, m: int, *blocks) -> float:
+    """sum_{n in chunk i, n' in chunk j} prod_p <y_pn, y_pn'>, by 2048-row blocks.
+
+    For i != j the caller counts the pair twice (G_ij = G_ji^T).
+    """
+    Yi = _whiten(blocks[:m], means, Ws)
+    Yj = Yi if same else _whiten(blocks[m:], means, Ws)
+    ni, nj = Yi[0].shape[0], Yj[0].shape[0]
+    B = _gram_block(max(ni, nj, 1))
+    total = 0.0
+    for a in range(0, ni, B):
+        for b in range(0, nj, B):
+            G = None
+            for yi, yj in zip(Yi, Yj, strict=True):
+                g = yi[a : a + B] @ yj[b : b + B].T
+                G = g if G is None else G * g
+            assert G is not None
+            total += float(G.sum())
+    return total
+
+
+class DaskMoment:
+    """The tensor-free operator of :class:`._tensors.ImplicitMoment`, on Dask.
+
+    Same interface (``mttkrp``, ``norm_sq``, ``mode_grams``) plus the passes the
+    in-memory engine does over its :class:`WhitenedView` objects (``correlations``,
+    ``residual_sq``, ``cross_moment``). Each call is one ``dask.compute`` of a
+    graph that maps over the row chunks and reduces by a tree; it runs on the
+    active scheduler (a ``distributed.Client`` when one exists). Nothing is cached
+    between calls: a projection Y_q U_q has N rows.
+    """
+
+    def __init__(self, views: Sequence[DaskView]):
+        self.views = list(views)
+        self.N = self.views[0].N
+        self.dims = [v.d for v in self.views]
+        self.n_chunks = len(self.views[0].blocks)
+        # small per-fit constants, one task each in every graph
+        self._means = delayed([v.mean for v in self.views], pure=True)
+        self._Ws = delayed([v.W for v in self.views], pure=True)
+
+    def _rows(self, k: int) -> list:
+        return [v.blocks[k] for v in self.views]
+
+    def _per_chunk(self, func, shape: tuple[int, ...], *consts):
+        """Sum over the row chunks of ``func(*consts, *chunk k of every view)``.
+
+        One blockwise task per chunk (Dask fuses the reading of the chunks, from
+        Zarr or memory, into it, so the views' chunks k meet on one worker without
+        transfers), then a tree sum, ``SPLIT_EVERY`` at a time. Returns a lazy Dask
+        array of ``shape``. ``consts`` are small (delayed objects are sent once).
+        """
+        m = len(self.views)
+        args: list = []
+        for q, v in enumerate(self.views):
+            args += [v.X, ("k", f"j{q}")]
+        for c in consts:
+            args += [c, None]
+        out = ("k", *(f"o{i}" for i in range(len(shape))))
+        parts = da.blockwise(
+            partial(_chunk_call, func, m),
+            out,
+            *args,
+            new_axes={f"o{i}": n for i, n in enumerate(shape)},
+            concatenate=True,
+            dtype=np.float64,
+            meta=np.empty((0,) * (1 + len(shape))),
+        )
+        return parts.sum(axis=0, split_every=SPLIT_EVERY)
+
+    def mttkrp(self, factors: Sequence[np.ndarray], p: int) -> np.ndarray:
+        """M_(p) (kr_{q != p} U_q) = Y_p^T (Hadamard_{q != p} Y_q U_q) / N."""
+        WUs = [None if q == p else v.W @ factors[q] for q, v in enumerate(self.views)]
+        S = self._per_chunk(
+            _chunk_mttkrp,
+            (self.views[p].X.shape[1], factors[0].shape[1]),
+            p,
+            self._means,
+            delayed(WUs, pure=True),
+        )
+        (S,) = dask.compute(S)
+        return self.views[p].W.T @ S / self.N
+
+    def correlations(self, factors: Sequence[np.ndarray]) -> np.ndarray:
+        """rho_k = (1/N) sum_n prod_p (Y_p U_p)[n, k] (Theorem 1)."""
+        WUs = delayed(
+            [v.W @ U for v, U in zip(self.views, factors, strict=True)], pure=True
+        )
+        S = self._per_chunk(
+            _chunk_correlations, (factors[0].shape[1],), self._means, WUs
+        )
+        (total,) = dask.compute(S)
+        return total / self.N
+
+    def cross_moment(self) -> np.ndarray:
+        """M = Y_1^T Y_2 / N for two views (d_1 x d_2), in one pass."""
+        v1, v2 = self.views
+        S = self._per_chunk(_chunk_cross, (v1.X.shape[1], v2.X.shape[1]), self._means)
+        (S,) = dask.compute(S)
+        return v1.W.T @ S @ v2.W / self.N
+
+    # ----------------------------------------------------- slabs of the unfolding
+
+    def _slab_sums(self, first: int | None) -> tuple[list[int], int, list]:
+        """Delayed column slabs of N M_(first) (see :func:`_chunk_slab`)."""
+        plan = _unfolding_plan(self.dims, first)
+        if plan is None:
+            raise ValueError(
+                "the unfolding of M is too wide for slabs of 64 MB "
+                "(d_f * d_3 * ... * d_m > 8M)"
+            )
+        order, J = plan
+        slabs = []
+        for j0 in range(0, self.dims[order[1]], J):
+            j1 = min(j0 + J, self.dims[order[1]])
+            rest = int(_prod(self.dims[q] for q in order[2:]))
+            shape = (self.dims[order[0]], (j1 - j0) * rest)
+            slabs.append(
+                self._per_chunk(
+                    _chunk_slab, shape, tuple(order), j0, j1, self._means, self._Ws
+                )
+            )
+        return order, J, slabs
+
+    def norm_method(self) -> str:
+        """Return the cheapest exact route to ||M||^2, as the in-memory engine does."""
+        costs = norm_costs(self.N, self.dims)
+        return min(costs, key=costs.__getitem__)
+
+    def norm_sq(self, method: str | None = None) -> float:
+        """||M||_F^2 by column slabs of the unfolding or by blocks of Gram pairs."""
+        method = self.norm_method() if method is None else method
+        if method == "unfolding":
+            _, _, slabs = self._slab_sums(None)
+            parts = [delayed(_slab_norm)(S, self.N) for S in slabs]
+            return float(sum(dask.compute(*parts)))
+        if method != "gram":
+            raise ValueError(f"unknown norm method {method!r}")
+        m, K = len(self.views), self.n_chunks
+        parts = []
+        for i in range(K):
+            for j in range(i, K):
+                blocks = self._rows(i) + ([] if i == j else self._rows(j))
+                t = delayed(_chunk_pair_gram)(i == j, self._means, self._Ws, m, *blocks)
+                parts.append(t if i == j else delayed(_scale)(t, 2.0))
+        (total,) = dask.compute(_tree_sum(parts))
+        return float(total) / self.N**2
+
+    def mode_grams(self) -> list[np.ndarray]:
+        """M_(p) M_(p)^T for every mode, from slabs of each unfolding (one pass).
+
+        The Gram route of the in-memory engine would need N x N products; it is
+        not offered for Dask input. Where even one-column slabs of M_(p) exceed
+        64 MB, use ``init="svd"`` (a randomized range finder whose test matrices
+        are Khatri-Rao products, i.e. MTTKRPs).
+        """
+        try:
+            plans = [self._slab_sums(p) for p in range(len(self.dims))]
+        except ValueError as exc:
+            raise ValueError(
+                f"init='hosvd' with Dask views needs M_(p) M_(p)^T from slabs of M's "
+                f"unfoldings, and {exc}; use init='svd' (randomized, out of core "
+                "for any number of views)"
+            ) from None
+        grams = []
+        for _, _, slabs in plans:
+            grams.append(_tree_sum([delayed(_slab_gram)(S, self.N) for S in slabs]))
+        out = []
+        for A in dask.compute(*grams):
+            out.append((A + A.T) / 2)
+        return out
+
+    def mode_gram_cost(self) -> float:
+        """Flops of :meth:`mode_grams` (inf where it does not apply)."""
+        return float(mode_gram_costs(self.N, self.dims)["unfolding"])
+
+    def residual_sq(self, factors: Sequence[np.ndarray]) -> float | None:
+        """||M - [[U_1, ..., U_m]]||^2 summed slab by slab, on the workers."""
+        if _unfolding_plan(self.dims) is None:
+            return None
+        order, J, slabs = self._slab_sums(None)
+        r = factors[0].shape[1]
+        Uf = delayed(np.asarray(factors[order[0]]), pure=True)
+        parts = []
+        for j, S in zip(range(0, self.dims[order[1]], J), slabs, strict=True):
+            # the slab's columns run over (mode order[1] in j:j+J, order[2], ...),
+            # the first slowest, as the Khatri-Rao rows below
+            K = factors[order[1]][j : j + J]
+            for q in order[2:]:
+                K = (K[:, None, :] * factors[q][None, :, :]).reshape(-1, r)
+            parts.append(delayed(_slab_residual)(S, self.N, Uf, K))
+        return float(sum(dask.compute(*parts)))
+
+
+def _scale(x, c: float):
+    return x * c
+
+
+class DaskEngine(MomentEngine):
+    """A :class:`MomentEngine` whose operator is :class:`DaskMoment`.
+
+    The starts, the race of restarts, the line search and the stopping rule are
+    the in-memory engine's; only the passes over the data differ. M is never
+    built (``M`` raises), and two views keep the exact SVD route with M = Y_1^T
+    Y_2 / N reduced in one pass.
+    """
+
+    def __init__(self, views: Sequence[DaskView]):
+        super().__init__(views, "dask")  # type: ignore[arg-type]
+        self._op: DaskMoment = DaskMoment(self.views)  # type: ignore[assignment,arg-type]
+
+    @property
+    def M(self) -> np.ndarray:
+        """Never built for Dask input (it is the dense tensor)."""
+        raise RuntimeError("the Dask engine does not form the dense tensor M")
+
+    def residual_sq(self, factors: Sequence[np.ndarray]) -> float | None:
+        """||M - [[U_1, ..., U_m]]||^2 without cancellation (see MomentEngine)."""
+        return self._op.residual_sq(factors)
+
+    def correlations(self, factors: Sequence[np.ndarray]) -> np.ndarray:
+        """rho_k of the training data, one pass over the chunks."""
+        return self._op.correlations(factors)
+
+    def init_cost(self) -> float:
+        """Flops of the exact HOSVD start (slabs of the unfoldings; never N x N)."""
+        if self._mode_grams is not None:
+            return 0.0
+        return self._op.mode_gram_cost()
+
+    def _two_view(self, rank: int):
+        """Decompose M = Y_1^T Y_2 / N exactly by its truncated SVD (two views)."""
+        M = self._op.cross_moment()
+        U, sv, Vt = svd(M)
+        norm_sq = float(np.sum(sv**2))
+        rest = float(np.sum(sv[rank:] ** 2))
+        err = np.sqrt(rest / norm_sq) if norm_sq > 0 else 0.0
+        return sv[:rank].copy(), [U[:, :rank], Vt[:rank].T.copy()], [float(err)]
+
+
+# --------------------------------------------------------------------- entry points
+
+
+def tcca_path(
+    views,
+    ranks: list[int],
+    *,
+    eps: float,
+    max_iter: int,
+    tol: float,
+    init,
+    n_init,
+    linesearch: bool,
+    warm_start: bool,
+    random_state,
+    algorithm: str,
+    center: bool,
+) -> list[dict]:
+    """:func:`tcca_core.tcca_path` on Dask views (parameters already validated).
+
+    One pass for the means and covariances (whitened on the client: d_p x d_p
+    eigendecompositions), then the in-memory engine's rank path with
+    :class:`DaskEngine`, whose statistics (||M||^2, the HOSVD's mode Grams) are
+    shared by the ranks. The returned dicts have the in-memory keys, numpy values.
+    """
+    from . import _als
+    from ._tcca import max_cp_rank
+    from ._validation import check_n_components, named_als_failure
+
+    if algorithm not in ("auto", "implicit"):
+        raise ValueError(
+            f"algorithm={algorithm!r} builds the dense moment tensor, which is not "
+            "done for Dask views (they may not fit in memory); use algorithm='auto' "
+            "or 'implicit' (the tensor-free engine, run as Dask tasks)"
+        )
+    views = as_dask_views(views)
+    N = views[0].shape[0]
+    dims = [X.shape[1] for X in views]
+    r_max, why = max_cp_rank(N, dims)
+    for r in ranks:
+        check_n_components(r, r_max, why)
+    t_setup = perf_counter()
+    stats = view_statistics(views, center)
+    means = [mu for mu, _, _ in stats]
+    covs = [C for _, C, _ in stats]
+    whiteners = [inv_sqrt_psd(C, eps) for C in covs]
+    swamped_message = getattr(_als, "swamped_message", None)
+    swamped = swamped_message(eps, covs) if swamped_message is not None else None
+    del covs
+    if center:  # after the whitening, as in memory
+        for p, (_, _, constant) in enumerate(stats):
+            if constant:
+                raise ValueError(
+                    f"view {p} is constant over the samples (all rows are equal), so "
+                    "the moment tensor is zero and TCCA has no component"
+                )
+    engine = DaskEngine(
+        [DaskView(X, mu, W) for X, mu, W in zip(views, means, whiteners, strict=True)]
+    )
+    setup_s = perf_counter() - t_setup
+    with named_als_failure("TCCA", max(ranks)):
+        fits = engine.path(
+            ranks,
+            init=init,
+            warm_start=warm_start,
+            random_state=random_state,
+            max_iter=max_iter,
+            tol=tol,
+            n_init=n_init,
+            linesearch=linesearch,
+        )
+    out = {}
+    for r, (weights, factors, info, seconds) in fits.items():
+        out[r] = {
+            "means": means,
+            "whiteners": whiteners,
+            "factors": factors,
+            "projections": [W @ U for W, U in zip(whiteners, factors, strict=True)],
+            "weights": weights,
+            "correlations": engine.correlations(factors),
+            "fit_seconds": setup_s + seconds,
+            "swamped": swamped,
+            **info,
+        }
+    return [out[r] for r in ranks]
+
+
+def transform(estimator, views, per_view: bool = False) -> Any:
+    """Z_p = (X_p - mean_p) W_p of Dask views, lazily (Dask arrays)."""
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(estimator, "projections_")
+    if not isinstance(views, (list, tuple)):
+        raise ValueError(
+            f"views must be a list of arrays, one per view; got {type(views).__name__}"
+        )
+    d_in = estimator.n_features_in_
+    if len(views) != len(d_in):
+        raise ValueError(
+            f"the estimator was fitted on {len(d_in)} views, got {len(views)}"
+        )
+    checked = as_dask_views(views, min_samples=1)
+    for p, (X, d) in enumerate(zip(checked, d_in, strict=True)):
+        if X.shape[1] != d:
+            raise ValueError(
+                f"view {p} has {X.shape[1]} features, but the estimator was "
+                f"fitted with {d}"
+            )
+    Z = [
+        (X.astype(np.float64) - mu) @ W
+        for X, mu, W in zip(
+            checked, estimator.means_, estimator.projections_, strict=True
+        )
+    ]
+    return Z if per_view else da.hstack(Z)
