@@ -7,6 +7,9 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+#: The workflow, where the Snakemake workflow catalog expects it (and Snakemake finds it
+#: from the repository root).
+SNAKEFILE = REPO / "workflow" / "Snakefile"
 SNAKEMAKE = shutil.which("snakemake") or shutil.which(
     "snakemake", path=str(Path(sys.executable).parent)
 )

@@ -34,9 +34,8 @@ import pytest
 import yaml
 
 from _scripts import load_script
-from _snakemake import REPO, SNAKEMAKE, snakemake, snakemake_env
+from _snakemake import REPO, SNAKEFILE, SNAKEMAKE, snakemake, snakemake_env
 
-SNAKEFILE = REPO / "Snakefile"
 FIXTURE_CONFIG = yaml.safe_load((REPO / ".test" / "config" / "config.yaml").read_text())
 
 needs_snakemake = pytest.mark.skipif(
@@ -310,7 +309,7 @@ def test_fixture_config_passes_the_checks(tmp_path):
 
 @needs_snakemake
 def test_snakefile_from_another_folder_overlays_its_base_config(tmp_path):
-    """`snakemake -s <repo>/Snakefile --configfile mine.yaml` from a folder without
+    """`snakemake -s <repo>/workflow/Snakefile --configfile mine.yaml` from a folder without
     config/config.yaml overlays the repository's configuration (it used to run
     without it and print a page of misleading errors)."""
     overlay = tmp_path / "mine.yaml"

@@ -192,7 +192,9 @@ def test_an_unwritable_data_root_fails_the_prepare_job_with_one_line(tmp_path):
     root = blocker / "data"
     assert jobs.prepare_data("ads", status, data_root=root, terminal=term) == 1
     line = term.getvalue()
-    assert line.count("\n") == 1 and line.startswith("Data set ads cannot be prepared: ")
+    assert line.count("\n") == 1 and line.startswith(
+        "Data set ads cannot be prepared: "
+    )
     assert "Traceback" not in line and not status.exists()
 
 

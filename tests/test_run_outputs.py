@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from _scripts import load_script
-from _snakemake import REPO, SNAKEMAKE, snakemake
+from _snakemake import REPO, SNAKEFILE, SNAKEMAKE, snakemake
 from tcca_core.pipeline.config import ConfigError, run_location
 
 needs_snakemake = pytest.mark.skipif(
@@ -243,7 +243,7 @@ def _ads_and_nuswide(work: Path, *, mirror: bool, **keys) -> Path:
 
 def _run(work: Path):
     res = snakemake(
-        "-s", str(REPO / "Snakefile"), "--directory", str(work), "--cores", "2",
+        "-s", str(SNAKEFILE), "--directory", str(work), "--cores", "2",
         cwd=work, blas_threads=1,
     )  # fmt: skip
     return res, res.stdout + res.stderr

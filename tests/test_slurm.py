@@ -36,7 +36,7 @@ import pytest
 import yaml
 
 from _scripts import load_script
-from _snakemake import REPO, SNAKEMAKE, snakemake
+from _snakemake import REPO, SNAKEFILE, SNAKEMAKE, snakemake
 
 PROFILE = REPO / "profiles" / "slurm"
 HAS_SLURM_PLUGIN = (
@@ -64,8 +64,7 @@ def profile() -> dict:
 
 def _rule_sources() -> str:
     return "\n".join(
-        p.read_text()
-        for p in [REPO / "Snakefile", *(REPO / "workflow/rules").glob("*.smk")]
+        p.read_text() for p in [SNAKEFILE, *(REPO / "workflow/rules").glob("*.smk")]
     )
 
 
@@ -217,11 +216,11 @@ def runs(tmp_path_factory):
     hog = tmp_path_factory.mktemp("hog")
     (hog / "Snakefile").write_text(HOG_SNAKEFILE)
     commands = {
-        "on_slurm": (on_slurm, "-s", str(REPO / "Snakefile"), "--profile", str(PROFILE),
+        "on_slurm": (on_slurm, "-s", str(SNAKEFILE), "--profile", str(PROFILE),
                      *resources, *FAST_POLLING),
         "hog": (hog, "-s", str(hog / "Snakefile"), "--profile", str(PROFILE),
                 *resources, *FAST_POLLING),
-        "local": (local, "-s", str(REPO / "Snakefile"), "--cores", "2"),
+        "local": (local, "-s", str(SNAKEFILE), "--cores", "2"),
     }  # fmt: skip
     results = {}
 

@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 from _scripts import load_script
-from _snakemake import REPO, SNAKEMAKE, snakemake, snakemake_env
+from _snakemake import REPO, SNAKEFILE, SNAKEMAKE, snakemake, snakemake_env
 
 pytestmark = pytest.mark.skipif(SNAKEMAKE is None, reason="snakemake is not installed")
 
@@ -128,7 +128,8 @@ def test_slurm_profile_dry_run(tmp_path, full_config):
         "ads",
     )
     assert res.returncode == 0, res.stderr[-3000:]
-    assert "Using profile profiles/slurm" in res.stdout + res.stderr
+    # with profiles/default, the workflow's own profile, applied from the root too
+    assert re.search(r"Using profiles? profiles/slurm", res.stdout + res.stderr)
     assert "slurm_account=CHANGE_ME" in res.stdout
     per_method = 1 if full_config["fit_grain"] == "method" else full_config["n_splits"]
     # Ads: 8 methods (TCCA (uncentered) is post hoc)
@@ -178,9 +179,7 @@ def e2e(tmp_path_factory):
         REPO / ".test" / "config" / "config.yaml", work / "config" / "config.yaml"
     )
     _load_fixture_writer().write(work / "mirror")
-    res = snakemake(
-        "-s", str(REPO / "Snakefile"), "--directory", str(work), "--cores", "2"
-    )
+    res = snakemake("-s", str(SNAKEFILE), "--directory", str(work), "--cores", "2")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
     return work
 
@@ -283,7 +282,7 @@ def test_e2e_summary_json(e2e):
 def test_e2e_reproduction_report(e2e):
     """REPRODUCTION.md from the summary: our numbers, the paper's, the figures."""
     res = snakemake(
-        "-s", str(REPO / "Snakefile"), "--directory", str(e2e), "--cores", "1",
+        "-s", str(SNAKEFILE), "--directory", str(e2e), "--cores", "1",
         "reproduction",
     )  # fmt: skip
     assert res.returncode == 0, res.stderr[-3000:]
@@ -323,12 +322,56 @@ def test_e2e_rerun_is_deterministic(e2e):
     ]
     before = {f: (e2e / f).read_bytes() for f in files}
     res = snakemake(
-        "-s", str(REPO / "Snakefile"), "--directory", str(e2e), "--cores", "2",
+        "-s", str(SNAKEFILE), "--directory", str(e2e), "--cores", "2",
         "--forceall",
     )  # fmt: skip
     assert res.returncode == 0, res.stderr[-3000:]
     for f, content in before.items():
         assert (e2e / f).read_bytes() == content, f
+
+
+def test_defaults_written_out_rerun_nothing(e2e, tmp_path):
+    """A finished run stays finished when the configuration spells out optional keys
+    with their default values: every job's parameters are canonical (issue #30)."""
+    overlay = tmp_path / "defaults.yaml"
+    setting = {"kernel": "l2", "same_as": {}}
+    overlay.write_text(
+        yaml.safe_dump(
+            {
+                "seed": 0,
+                "val_fraction": 0.2,
+                "post_hoc": False,
+                "pending": {},
+                "method_sets": {},
+                "datasets": {
+                    "nuswide": {
+                        "load": {},
+                        "settings": {
+                            "linear2": setting,
+                            "kernel2": {"fit_on": "all", "same_as": {}},
+                        },
+                    }
+                },
+            }
+        )
+    )
+    res = snakemake(
+        "-s", str(SNAKEFILE), "--directory", str(e2e), "-n",
+        "--configfile", str(overlay),
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "Nothing to be done" in res.stdout + res.stderr, res.stdout[-3000:]
+
+
+def test_a_fresh_clone_dry_run_says_why_it_shows_only_downloads(tmp_path):
+    """With no data at hand, the default target's plan is the first download (the
+    prepare_data checkpoint decides the rest): a dry run says so and how to see all."""
+    res = snakemake("-n", "--nolock", "--config", f"data_root={tmp_path / 'data'}")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert set(job_counts(res.stdout)) == {"prepare_data", "all", "total"}
+    out = res.stdout + res.stderr
+    assert "Dry run: data set(s) secstr" in out and "not prepared yet" in out
+    assert "`snakemake -n full` lists every job" in out
 
 
 # ------------------------------------------------- adding a method (issue #15)
@@ -386,7 +429,7 @@ def _dry_run_with(library: Path, work: Path, config: dict):
     env = snakemake_env()
     env["PYTHONPATH"] = f"{library}{os.pathsep}{env.get('PYTHONPATH', '')}"
     return subprocess.run(
-        [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "--directory", str(work), "-n",
+        [SNAKEMAKE, "-s", str(SNAKEFILE), "--directory", str(work), "-n",
          "--nolock", "--", "table_nuswide_linear"],
         cwd=work, env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
@@ -412,7 +455,7 @@ def test_a_registered_method_runs_through_a_dry_run(toy_library, tmp_path):
     )
     # the unchanged library does not know the toy method
     res = snakemake(
-        "-s", str(REPO / "Snakefile"), "--directory", str(tmp_path / "ok"), "-n",
+        "-s", str(SNAKEFILE), "--directory", str(tmp_path / "ok"), "-n",
         "--nolock", "--", "table_nuswide_linear",
     )  # fmt: skip
     assert res.returncode != 0 and "unknown method 'toy'" in res.stdout + res.stderr

@@ -42,21 +42,21 @@ localrules:
 
 
 checkpoint prepare_data:
-    message:
-        "Fetching, verifying and preparing data set {wildcards.dataset}"
     output:
         status=f"{_DATA_RESULTS}/data/{{dataset}}.json",
-    params:
-        # where the data are (data_root, mirror, offline) and strict are read from the
-        # config by the script: not parameters, so changing them reruns nothing
-        retry=_retry_skipped,
-    wildcard_constraints:
-        dataset="|".join(map(_data_re.escape, _DATA_SETS)),
     log:
         f"{_DATA_LOGS}/prepare_data/{{dataset}}.log",
     benchmark:
         f"{_DATA_RESULTS}/benchmarks/prepare_data/{{dataset}}.tsv"
+    wildcard_constraints:
+        dataset="|".join(map(_data_re.escape, _DATA_SETS)),
     conda:
         "../envs/tcca.yaml"
+    params:
+        # where the data are (data_root, mirror, offline) and strict are read from the
+        # config by the script: not parameters, so changing them reruns nothing
+        retry=_retry_skipped,
+    message:
+        "Fetching, verifying and preparing data set {wildcards.dataset}"
     script:
         "../scripts/prepare_data.py"

@@ -1,11 +1,12 @@
 # Splits, one fit job per dataset x setting x method x split (looping over r inside),
-# and the per-setting gather of the fit results. The jobs' logic is in
-# tcca_core.pipeline.jobs (draw_splits, run_fit_job, gather_fits).
+# and the per-setting gather of the fit results. Paths and parameters come from the
+# run's plan (PLAN, common.smk); the jobs' logic is in tcca_core.pipeline.jobs
+# (draw_splits, run_fit_job, gather_fits).
 
 
 rule splits:
     input:
-        data=dataset_input,
+        data=PLAN.status("{dataset}"),
     output:
         splits=f"{RESULTS}/splits/{{dataset}}/{{setting}}.json",
     log:
@@ -15,7 +16,7 @@ rule splits:
     conda:
         "../envs/tcca.yaml"
     params:
-        cfg=split_params,
+        cfg=by_wildcards(PLAN.split_params),
     message:
         "Drawing {params.cfg[n_splits]} labeled/validation/test splits for {wildcards.dataset}/{wildcards.setting}"
     script:
@@ -24,18 +25,18 @@ rule splits:
 
 rule fit:
     input:
-        unpack(data_inputs),
+        unpack(by_wildcards(PLAN.data_inputs)),
         splits=rules.splits.output.splits,
     output:
-        fit=FIT,
+        fit=f"{RESULTS}/{FIT}",
     log:
         f"{LOGS}/fit/{{dataset}}/{{setting}}/{{method}}/split{{split}}.log",
     benchmark:
-        FIT_BENCHMARK
+        f"{RESULTS}/{FIT_BENCHMARK}"
     conda:
         "../envs/tcca.yaml"
     params:
-        cfg=fit_params,
+        cfg=by_wildcards(PLAN.fit_params),
     message:
         "Fitting {wildcards.method} on {wildcards.dataset}/{wildcards.setting}, split(s) {wildcards.split}, over the r grid"
     script:
@@ -44,7 +45,7 @@ rule fit:
 
 rule gather:
     input:
-        fits=setting_fits,
+        fits=by_wildcards(PLAN.setting_fits),
     output:
         runs=f"{RESULTS}/runs/{{dataset}}/{{setting}}.csv",
     log:

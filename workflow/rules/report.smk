@@ -1,13 +1,20 @@
 # Per table: accuracy tables (both readings), cost tables, figures, an HTML page of the
 # tables for the report, and a JSON record; then the machine-readable summary of every
 # table, and the reproduction file. Every path is under this run's folder RESULTS
-# (common.smk): results/ for the full configuration, results/<name>/ for any other.
+# (common.smk): results/ for the full configuration, results/<name>/ for any other;
+# what each job is given comes from the run's plan (PLAN).
+
+import os
+
+REPO = Path(
+    workflow.basedir
+).parent  # the notes and the git commit are the repository's
 
 
 rule table:
     input:
-        runs=table_runs,
-        benchmarks=table_benchmarks,
+        runs=by_wildcards(PLAN.table_runs),
+        benchmarks=by_wildcards(PLAN.table_benchmarks),
     output:
         csv=f"{RESULTS}/tables/{{table}}.csv",
         md=f"{RESULTS}/tables/{{table}}.md",
@@ -53,8 +60,8 @@ rule table:
     conda:
         "../envs/tcca.yaml"
     params:
-        table=table_params,
-        jobs=table_job_params,
+        table=by_wildcards(PLAN.table_params),
+        jobs=by_wildcards(PLAN.table_jobs),
     message:
         "Building table {wildcards.table} (accuracy, cost) and its figures"
     script:
@@ -66,7 +73,7 @@ rule summary:
         unpack(summary_inputs),
     output:
         summary=report(
-            SUMMARY,
+            PLAN.summary,
             caption="../report/summary.rst",
             category="3. Downloads (CSV)",
             labels={"table": "all", "file": "summary.json"},
@@ -78,21 +85,21 @@ rule summary:
     conda:
         "../envs/tcca.yaml"
     params:
-        config=config,
-        workflow_dir=workflow.basedir,
+        config=PLAN.provenance_config,
+        workflow_dir=str(REPO),
         run=RUN,
-        skipped=skipped_at_start(),
+        skipped=PLAN.skipped(data_routes()),
     message:
-        f"Writing {SUMMARY} (every table number and its provenance)"
+        f"Writing {PLAN.summary} (every table number and its provenance)"
     script:
         "../scripts/make_summary.py"
 
 
 rule reproduction:
     input:
-        summary=SUMMARY,
+        summary=PLAN.summary,
         # the repository's notes, also when --directory points elsewhere
-        investigations=os.path.join(workflow.basedir, "docs", "investigations.md"),
+        investigations=str(REPO / "docs" / "investigations.md"),
     output:
         # REPRODUCTION.md only from the full configuration; any other run writes its
         # own file in its folder
@@ -104,9 +111,10 @@ rule reproduction:
     conda:
         "../envs/tcca.yaml"
     params:
-        missing=missing_tables(),
-        tables={t: config["tables"][t]["dataset"] for t in TABLES},
-        # includes are relative to the repository: two folders above the notes
+        missing=PLAN.missing_tables(PLAN.skipped(data_routes())),
+        tables={t: PLAN.table_dataset(t) for t in PLAN.tables},
+        # the notes' includes are relative to the repository, two folders above them
+        # (a function of the input: --lint wants no path prefix written out)
         root=lambda w, input: os.path.dirname(os.path.dirname(input.investigations)),
         # the figures, relative to the reproduction file
         figures=os.path.relpath(

@@ -4,24 +4,24 @@
 # default target they do not leave out a data set that cannot be obtained: its jobs
 # fail, naming why.
 
-for _dataset in DATASETS:
+for _dataset in PLAN.datasets:
 
     rule:
         name:
             _dataset
         input:
-            table_outputs(tables_of([_dataset])),
+            PLAN.table_outputs(PLAN.tables_of([_dataset])),
 
 
-for _table in TABLES:
+for _table in PLAN.tables:
 
     rule:
         name:
             f"table_{_table}"
         input:
-            table_outputs([_table]),
+            PLAN.table_outputs([_table]),
 
 
 rule full:
     input:
-        table_outputs(TABLES),
+        PLAN.table_outputs(PLAN.tables),

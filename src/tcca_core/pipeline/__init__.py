@@ -2,6 +2,9 @@
 
 - :mod:`tcca_core.pipeline.config`: the configuration check that runs before any job
   (``workflow/rules/common.smk``), from the registry's and the data sets' facts;
+- :mod:`tcca_core.pipeline.plan`: the run's plan built from the checked
+  configuration, which the rules look their paths and parameters up in, and the jobs'
+  parameters (canonical: no default values);
 - :mod:`tcca_core.pipeline.jobs`: one function per job (prepare a data set or skip
   it, draw a setting's splits, run a fit job, gather, build a table, the summary,
   REPRODUCTION.md); each script in

@@ -27,7 +27,6 @@ tables from :mod:`tcca_core.paper`. No estimator is imported.
 from __future__ import annotations
 
 import difflib
-import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -50,6 +49,7 @@ __all__ = [
     "r_grid_of",
     "resolve_settings",
     "run_location",
+    "setting_views",
     "value_problems",
 ]
 
@@ -291,13 +291,18 @@ def _check_method_options(key, methods):
                 )
 
 
+def setting_views(dcfg: Mapping, setting: Mapping) -> list | None:
+    """Return the views of a setting: its own, else its data set's (None: all)."""
+    return setting.get("views", dcfg.get("views"))
+
+
 def _check_r_grid(dataset, dcfg, setting, s):
     """Reject an r above the largest r that any method of the setting can return."""
-    grid = R_GRID_PAPER if s["r_grid"] == "paper" else s["r_grid"]
+    grid = r_grid_of(s)
     bound = r_bound(
         dataset,
         s["methods"],
-        views=s.get("views", dcfg.get("views")),
+        views=setting_views(dcfg, s),
         subset=s.get("subset"),
         fit_extra=s.get("fit_extra"),
         extra_subset=s.get("extra_subset"),
@@ -472,7 +477,11 @@ def r_bound(
         ]
     except (ValueError, IndexError):  # a bad view name: the fit job says which
         return n, f"the methods are fitted on {why}"
-    cap = math.prod(dims) // max(dims)
+    # TCCA's own bound, not a copy of its formula (imported here: the other checks
+    # need no numpy)
+    from .._tcca import max_cp_rank
+
+    cap, _ = max_cp_rank(n, dims)
     if cap < n:
         return cap, (
             f"prod(d) / max(d) = {cap} for view dimensions {dims}: TCCA's bound, "

@@ -37,6 +37,7 @@ import pandas as pd
 
 from .._io import atomic_write_text, write_csv
 from .config import r_grid_of
+from .plan import FitJob, SplitJob
 
 __all__ = [
     "MIN_EVAL_ROWS",
@@ -288,47 +289,47 @@ def draw_splits(
 ) -> None:
     """Draw the random subset (if any) and the splits of one setting into ``out``.
 
-    ``cfg`` holds the setting's keys (common.smk's ``split_params``): dataset,
-    setting, load, views, n_labeled, per_class, subset, pool, fit_on, n_splits,
-    val_fraction, seed. ``status`` is the data set's status in this run
-    (:func:`prepare_data`): a skipped data set is an error naming why.
+    ``cfg`` is the splits job's parameters (:meth:`.plan.Plan.split_params`, read
+    back as a :class:`~.plan.SplitJob`). ``status`` is the data set's status in
+    this run (:func:`prepare_data`): a skipped data set is an error naming why.
     """
     from ..protocol.splits import make_splits
 
+    job = SplitJob.from_params(cfg)
     read_status(status)
     data = load_views(
-        cfg["dataset"],
+        job.dataset,
         data_root=data_root,
         mirror=mirror,
-        views=cfg["views"],
+        views=job.views,
         offline=offline,
-        **cfg["load"],
+        **job.load,
     )
     logger.info("loaded %r", data)
-    where = f"datasets.{cfg['dataset']}.settings.{cfg['setting']}"
-    rng = derived_rng(cfg["seed"], cfg["dataset"], cfg["setting"], "subset")
+    where = f"datasets.{job.dataset}.settings.{job.setting}"
+    rng = derived_rng(job.seed, job.dataset, job.setting, "subset")
     try:
-        subset = random_subset(len(data.y), cfg["subset"], rng)
+        subset = random_subset(len(data.y), job.subset, rng)
     except ValueError as exc:
         raise ValueError(f"{where}.subset: {exc}") from None
     pool = None
-    if cfg["pool"]:  # e.g. NUS-WIDE's training set, as rows of the subset
-        if cfg["pool"] not in data.splits:
+    if job.pool:  # e.g. NUS-WIDE's training set, as rows of the subset
+        if job.pool not in data.splits:
             parts = ", ".join(map(repr, data.splits)) or "none"
             raise ValueError(
-                f"{where}.pool: data set {cfg['dataset']!r} has no part "
-                f"{cfg['pool']!r} (it has {parts})"
+                f"{where}.pool: data set {job.dataset!r} has no part "
+                f"{job.pool!r} (it has {parts})"
             )
-        pool = np.flatnonzero(np.isin(subset, data.splits[cfg["pool"]]))
+        pool = np.flatnonzero(np.isin(subset, data.splits[job.pool]))
     splits = make_splits(
         data.y[subset],
-        n_labeled=cfg["n_labeled"],
-        per_class=cfg["per_class"],
-        n_splits=cfg["n_splits"],
-        seed=cfg["seed"],
-        val_fraction=cfg["val_fraction"],
+        n_labeled=job.n_labeled,
+        per_class=job.per_class,
+        n_splits=job.n_splits,
+        seed=job.seed,
+        val_fraction=job.val_fraction,
         pool=pool,
-        fit_on=cfg["fit_on"],
+        fit_on=job.fit_on,
     )
     check_eval_rows(splits, where)
     save_splits(out, subset, splits)
@@ -348,9 +349,8 @@ def run_fit_job(
 ) -> pd.DataFrame:
     """One method on one split (or every split) of a setting, over the r grid.
 
-    ``cfg`` holds the setting's keys (common.smk's ``fit_params``: those of
-    :func:`draw_splits` and method, split, learner, r_grid, params, kernel,
-    fit_extra, extra_subset); ``splits`` is the setting's splits file. Writes the
+    ``cfg`` is the fit job's parameters (:meth:`.plan.Plan.fit_params`, read back
+    as a :class:`~.plan.FitJob`); ``splits`` is the setting's splits file. Writes the
     tidy results of :func:`tcca_core.protocol.run_method` for every split, with the
     data set, setting and thread count, to ``out`` and returns them. Fit time and
     peak memory are measured per r; the job's own time and max RSS are in its
@@ -361,42 +361,43 @@ def run_fit_job(
     from ..fit_cache import FitCache
     from ..protocol.run import run_method
 
+    job = FitJob.from_params(cfg)
     data = load_views(
-        cfg["dataset"],
+        job.dataset,
         data_root=data_root,
         mirror=mirror,
-        views=cfg["views"],
+        views=job.views,
         offline=offline,
-        **cfg["load"],
+        **job.load,
     )
-    subset, split_list = load_splits(splits, cfg["split"])
+    subset, split_list = load_splits(splits, job.split)
     views, y = [v[subset] for v in data.views], data.y[subset]
 
     fit_views = None
-    if cfg["fit_extra"]:  # extra unlabeled rows for the subspace (SecStr 1.3M)
+    if job.fit_extra:  # extra unlabeled rows for the subspace (SecStr 1.3M)
         extra = load_views(
-            cfg["fit_extra"],
+            job.fit_extra,
             data_root=data_root,
             mirror=mirror,
-            views=cfg["views"],
+            views=job.views,
             offline=offline,
         )
         rows = random_subset(
             extra.n_samples,
-            cfg["extra_subset"],
-            derived_rng(cfg["seed"], cfg["dataset"], cfg["setting"], "extra"),
+            job.extra_subset,
+            derived_rng(job.seed, job.dataset, job.setting, "extra"),
         )
         fit_views = [e[rows] for e in extra.views]
         logger.info("%d extra unlabeled rows for the subspace", len(rows))
 
-    r_grid = r_grid_of(cfg)
+    r_grid = r_grid_of({"r_grid": job.r_grid})
     frames = []
     with tempfile.TemporaryDirectory(prefix="tcca-fit-") as scratch:
         cache = FitCache(fit_cache or scratch)
         for split in split_list:
             logger.info(
                 "%s, split %d: %d rows, r grid %s",
-                cfg["method"],
+                job.method,
                 split.index,
                 len(y),
                 r_grid,
@@ -406,13 +407,13 @@ def run_fit_job(
                     views,
                     y,
                     split,
-                    cfg["method"],
+                    job.method,
                     r_grid=r_grid,
-                    learner=cfg["learner"],
-                    params=cfg["params"],
+                    learner=job.learner,
+                    params=job.params,
                     fit_views=fit_views,
-                    seed=cfg["seed"],
-                    kernel=cfg["kernel"],
+                    seed=job.seed,
+                    kernel=job.kernel,
                     cache=cache,
                 )
             )
@@ -420,8 +421,8 @@ def run_fit_job(
             "fit cache %s: %d reused, %d stored", cache.folder, cache.hits, cache.misses
         )
     results = pd.concat(frames, ignore_index=True)
-    results.insert(0, "setting", cfg["setting"])
-    results.insert(0, "dataset", cfg["dataset"])
+    results.insert(0, "setting", job.setting)
+    results.insert(0, "dataset", job.dataset)
     results["threads"] = threads
     write_csv(results, out)
     logger.info("%d rows written", len(results))
@@ -452,7 +453,7 @@ def build_table(
         The fit jobs behind them, each with its ``setting``, ``method`` and
         ``benchmark`` (the Snakemake benchmark file: whole-job time and max RSS).
     spec : mapping
-        The table's configuration (common.smk's ``table_params``): name, title,
+        The table's configuration (:meth:`.plan.Plan.table_params`): name, title,
         columns, paper, same_as.
     out : mapping
         Output paths, keyed as the ``table`` rule's outputs (csv, md, tex,
