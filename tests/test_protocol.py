@@ -583,6 +583,25 @@ def test_each_learner_is_evaluated_over_its_own_grid(data):
         run_method(views, y, s, "cat", learner="svm")
 
 
+def test_the_registry_s_learner_grids_are_what_runs(data, monkeypatch):
+    """Changing a learner's grid in the registry (docs/architecture.md's place for
+    it) changes the rows: no default of run_method overrides it (issue #30)."""
+    import dataclasses
+
+    from tcca_core import registry
+
+    views, y, splits = data
+    kw = {"r_grid": [3], "params": {"eps": 0.1}}
+    for name, grid in (("knn", (1, 4, 7)), ("rls", (1e-3, 1.0))):
+        spec = dataclasses.replace(registry.LEARNERS[name], grid=grid)
+        monkeypatch.setitem(registry.LEARNERS, name, spec)
+        df = run_method(views, y, splits[0], "cca_ls", learner=name, **kw)
+        assert df[spec.param].tolist() == list(grid)
+    # the old keywords still change it per call
+    df = run_method(views, y, splits[0], "cca_ls", learner="knn", k_max=2, **kw)
+    assert df["k"].tolist() == [1, 2]
+
+
 def test_select_prefers_the_larger_gamma_on_a_tie():
     res = _results(
         [

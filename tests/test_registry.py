@@ -65,6 +65,82 @@ def test_a_malformed_entry_fails_when_registered():
         registry.MethodSpec("x", "X", "quadratic", runner="a:b")
     with pytest.raises(ValueError, match="already registered"):
         registry.register(registry.METHODS["tcca"])
+    with pytest.raises(ValueError, match="role must be one of paper, extension"):
+        registry.MethodSpec("x", "X", "linear", role="ours", runner="a:b")
+    with pytest.raises(ValueError, match="needs a description and a post_hoc_note"):
+        registry.MethodSpec("x", "X", "linear", role="post_hoc", runner="a:b")
+
+
+# ------------------------------------------------------------------------ roles
+
+
+def _config(methods: dict, post_hoc: bool = False) -> dict:
+    setting = {"learner": "knn", "per_class": 2, "methods": methods}
+    return {
+        "r_grid": [2],
+        "post_hoc": post_hoc,
+        "datasets": {"nuswide": {"settings": {"s": setting}}},
+        "tables": {},
+    }
+
+
+def test_each_role_has_one_meaning(monkeypatch, caplog):
+    """paper: runs, enters the claims; extension: runs by default, no claim reads it;
+    post_hoc: runs only with post_hoc: true, and the check says why it did not."""
+    from tcca_core import reproduction
+    from tcca_core.pipeline.config import resolve_settings
+
+    spec = {"runner": "a:b", "group": "tensor"}
+    ext = registry.MethodSpec("ext", "Ext", "linear", role="extension", **spec)
+    late = registry.MethodSpec(
+        "late",
+        "Late",
+        "linear",
+        role="post_hoc",
+        description="a late idea",
+        post_hoc_note="came late",
+        **spec,
+    )
+    for m in (ext, late):
+        monkeypatch.setitem(registry.METHODS, m.name, m)
+    methods = {"bsf": {}, "ext": {}, "late": {}, "tcca_nc": {}}
+    with caplog.at_level("WARNING", logger="tcca_core.pipeline.config"):
+        run = resolve_settings(_config(methods))["nuswide"]["s"]["methods"]
+    assert list(run) == ["bsf", "ext"]  # paper and extension run by default
+    said = caplog.text
+    assert "Not running late (a late idea) in nuswide/s: it is post hoc" in said
+    assert "Not running tcca_nc (TCCA on the raw (uncentered) views)" in said
+    assert "post_hoc: true" in said
+    run = resolve_settings(_config(methods, post_hoc=True))["nuswide"]["s"]["methods"]
+    assert list(run) == ["bsf", "ext", "late", "tcca_nc"]
+    # only the paper's methods enter the claims; post hoc ones get their own section
+    assert reproduction._of_paper("tcca") and not reproduction._of_paper("ext")
+    assert not reproduction._post_hoc("ext") and reproduction._post_hoc("late")
+    assert ext.runs_by_default and not late.runs_by_default and not ext.paper
+
+
+def test_post_hoc_prose_is_the_registry_s(monkeypatch):
+    """REPRODUCTION.md describes a post hoc method with its registry entry."""
+    import dataclasses
+    import json
+    from pathlib import Path
+
+    from tcca_core import reproduction
+
+    summary = json.loads(
+        (Path(__file__).resolve().parents[1] / "results/summary.json").read_text()
+    )
+    nc = dataclasses.replace(
+        registry.METHODS["tcca_nc"],
+        description="a renamed variant",
+        post_hoc_note="is described by its own entry",
+    )
+    monkeypatch.setitem(registry.METHODS, "tcca_nc", nc)
+    text = " ".join(reproduction.build(summary).split())
+    assert "## Post hoc: a renamed variant" in text
+    assert "**Post hoc.** TCCA (uncentered) is described by its own entry, so" in text
+    assert "raw views instead of the centered" not in text
+    assert "(#post-hoc-a-renamed-variant)" in text
 
 
 def test_reporting_and_reproduction_read_the_registry():
@@ -74,24 +150,23 @@ def test_reporting_and_reproduction_read_the_registry():
     assert list(reporting.METHOD_LABELS) == list(registry.METHODS)
     assert reproduction._DR_KERNEL == ("kcca_bst", "kcca_avg", "ktcca")
     assert "tcca_nc" not in reproduction._DR_LINEAR  # not one of the paper's
+    assert registry.METHODS["tcca_nc"].role == "post_hoc"
 
 
 # ------------------------------------------------------------ a toy method, end to end
 
 
-def run_toy(run, points):
+def run_toy(data, points):
     """Toy runner: the first r columns of a fixed random projection of the views."""
-    V = np.hstack([np.asarray(X, float) for X in run.row_data(range(run.m))])
-    r_max = V.shape[1]
+    from tcca_core.protocol.run import Fit
+
+    V = np.hstack([np.asarray(X, float) for X in data.row_data(range(data.m))])
     for gp in points:
-        rng = np.random.default_rng(run.seed)
-        P = gp["scale"] * rng.standard_normal((V.shape[1], r_max))
-        for r, capped in run.r_values(r_max):
-            if capped:
-                run.add(None, r=r, r_max=r_max, params=gp)
-                continue
-            Z = V @ P[:, :r]
-            run.add(run.ctx.outputs(Z), r=r, r_max=r_max, dim=r, params=gp)
+        rng = np.random.default_rng(data.seed)
+        P = gp["scale"] * rng.standard_normal((V.shape[1], V.shape[1]))
+        yield Fit(
+            lambda P=P: P, lambda P: lambda r: V @ P[:, :r], params=gp, r_max=len(P)
+        )
 
 
 TOY = registry.MethodSpec(

@@ -70,6 +70,7 @@ import socket
 import stat
 import time
 import zipfile
+from collections.abc import Iterator, MutableMapping
 from functools import lru_cache
 from importlib import import_module, metadata
 from pathlib import Path
@@ -78,6 +79,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._io import _create, atomic_write
+from .registry import METHODS
 
 __all__ = [
     "FitCache",
@@ -105,24 +107,55 @@ _READ_FLAGS = os.O_RDONLY | sum(
     getattr(os, flag, 0) for flag in ("O_NOFOLLOW", "O_NONBLOCK", "O_CLOEXEC")
 )
 
-# The only classes an entry may name: "module.QualName" -> (module, attribute,
-# the instance attributes it may carry besides its get_params() and its fitted
-# ``*_`` ones). A name is looked up here before anything is imported. A class that
-# gains a private attribute its transform needs must list it here; until then its
-# fits are not cached (a warning, and the round-trip test fails).
-_CLASSES: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    f"{module}.{name}": (module, name, extra)
-    for module, name, extra in (
-        ("tcca_core._tcca", "TCCA", ()),
-        ("tcca_core._ktcca", "KTCCA", ()),
-        ("tcca_core.baselines._cca", "CCA", ()),
-        ("tcca_core.baselines._cca", "KCCA", ()),
-        ("tcca_core.baselines._cca_ls", "CCALS", ()),
-        ("tcca_core.baselines._dse", "DSE", ()),
-        ("tcca_core.baselines._ssmvd", "SSMVD", ()),
-        ("tcca_core.kernels", "ViewKernel", ("kernel", "gamma")),  # no get_params
-    )
-}
+
+class _Allowed(MutableMapping):
+    """The only classes an entry may name, read on every lookup.
+
+    "module.QualName" -> (module, attribute, the instance attributes it may carry
+    besides its get_params() and its fitted ``*_`` ones). The estimators of the
+    registered methods (``MethodSpec.estimators``: registering a method is the one
+    place, even after this module is imported) and the fixed classes of ``fixed``. A
+    name is looked up here before anything is imported. A class that gains a private
+    attribute its transform needs must be listed in ``fixed`` with it; until then its
+    fits are not cached (a warning, and the round-trip test fails).
+    """
+
+    def __init__(self, fixed: dict[str, tuple[str, str, tuple[str, ...]]]):
+        self._fixed = fixed
+
+    def _all(self) -> dict[str, tuple[str, str, tuple[str, ...]]]:
+        out = {}
+        for spec in METHODS.values():
+            for dotted in spec.estimators:
+                module, _, name = dotted.partition(":")
+                out[f"{module}.{name}"] = (module, name, ())
+        return {**out, **self._fixed}
+
+    def __getitem__(self, name: str) -> tuple[str, str, tuple[str, ...]]:
+        return self._all()[name]
+
+    def __setitem__(self, name: str, value: tuple[str, str, tuple[str, ...]]) -> None:
+        self._fixed[name] = value
+
+    def __delitem__(self, name: str) -> None:
+        del self._fixed[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+_CLASSES: MutableMapping[str, tuple[str, str, tuple[str, ...]]] = _Allowed(
+    {
+        "tcca_core.kernels.ViewKernel": (
+            "tcca_core.kernels",
+            "ViewKernel",
+            ("kernel", "gamma"),
+        )
+    }  # no get_params
+)
 _SPARSE = frozenset(
     f"{fmt}_{kind}" for fmt in ("csr", "csc", "coo") for kind in ("matrix", "array")
 )

@@ -13,7 +13,8 @@ Standard library only: the configuration is checked in every Snakemake process, 
 importing this module costs nothing. The runners themselves live in
 :mod:`tcca_core.protocol.runners` and are imported only when a method runs.
 
-Adding a method is a runner (a function ``runner(run, points)``, see
+Adding a method is a runner (a function ``runner(data, points)`` that yields the
+method's fits, :class:`tcca_core.protocol.run.Fit`; see
 :mod:`tcca_core.protocol.runners`) plus one :func:`register` call (or one entry in
 :data:`METHODS` below); nothing else in the library or the pipeline changes.
 docs/architecture.md shows where each kind of change goes.
@@ -34,6 +35,7 @@ __all__ = [
     "LAMBDA_GRID",
     "LEARNERS",
     "METHODS",
+    "ROLES",
     "R_GRID_PAPER",
     "LearnerSpec",
     "MethodSpec",
@@ -59,6 +61,10 @@ LAMBDA_GRID: tuple[float, ...] = (0.0, 1e-3, 1e-2, 1e-1, 1.0)
 K_MAX = 10
 #: RLS's gamma (Foster et al. 2008).
 GAMMA = 1e-2
+
+
+#: The roles of a method (:attr:`MethodSpec.role`), each with one meaning.
+ROLES = ("paper", "extension", "post_hoc")
 
 
 def resolve(dotted: str) -> Any:
@@ -107,10 +113,27 @@ class MethodSpec:
         Whether extra unlabeled data (``fit_views``) can enter its statistics.
     per : str or None
         ``"view"`` or ``"pair"`` when that is a validation-selected parameter.
-    paper : bool
-        Whether it is one of the paper's methods (False: a variant of ours, shown
-        beside them, e.g. TCCA on the uncentered views; the paper's claims are not
-        checked on it).
+    role : {"paper", "extension", "post_hoc"}
+        What the method is to the reproduction (:data:`ROLES`). ``"paper"``: one of
+        the paper's methods; it runs by default and its numbers enter the paper's
+        claims and verdicts (REPRODUCTION.md). ``"extension"``: ours, beside the
+        paper's; it runs by default and is shown in the tables and figures, but no
+        claim or verdict reads it. ``"post_hoc"``: added after test results were
+        seen (an investigation); it runs only with the configuration's ``post_hoc:
+        true`` (the configuration check says so for each one it leaves out) and is
+        judged in its own section of REPRODUCTION.md (``description``,
+        ``post_hoc_note``), never in the claims.
+    description : str
+        What the method is, in a few words (a post hoc method's section title in
+        REPRODUCTION.md and the configuration check's note).
+    post_hoc_note : str
+        For a post hoc method: REPRODUCTION.md's paragraph on it, after "**Post
+        hoc.** <label>": what it changes and why it was added.
+    estimators : tuple of str
+        ``"package.module:Class"`` of the estimators whose fits the runner's
+        ``Fit.fit`` returns: the classes the fit cache
+        (:mod:`tcca_core.fit_cache`) may store and rebuild. A fit of any other class
+        is not cached on disk (a warning).
     group : str or None
         A family within the family: ``"cca"`` for the CCA-based baselines, whose
         behaviour the paper's claims describe together.
@@ -121,7 +144,8 @@ class MethodSpec:
         colour: the AVG variants are dashed with hollow markers, so that the BST
         line under them stays visible.
     runner : str
-        ``"package.module:function"`` of the runner, ``runner(run, points)``
+        ``"package.module:function"`` of the runner, ``runner(data, points)``
+        yielding :class:`~tcca_core.protocol.run.Fit` units
         (:mod:`tcca_core.protocol.runners`); imported when the method first runs.
     """
 
@@ -136,10 +160,13 @@ class MethodSpec:
     uses_kernels: bool = False
     accepts_fit_views: bool = False
     per: str | None = None
-    paper: bool = True
+    role: str = "paper"
     group: str | None = None
     style: tuple[str, str, str] = ("C9", "x", "-")
     runner: str = field(default="", kw_only=True, compare=False)
+    description: str = field(default="", kw_only=True, compare=False)
+    post_hoc_note: str = field(default="", kw_only=True, compare=False)
+    estimators: tuple[str, ...] = field(default=(), kw_only=True, compare=False)
 
     def __post_init__(self) -> None:
         """Check the entry (a malformed registration fails at import, not in a job)."""
@@ -153,6 +180,22 @@ class MethodSpec:
                 f"method {self.name!r}: family must be 'linear' or 'kernel', "
                 f"got {self.family!r}"
             )
+        if self.role not in ROLES:
+            raise ValueError(
+                f"method {self.name!r}: role must be one of {', '.join(ROLES)}, "
+                f"got {self.role!r}"
+            )
+        if self.role == "post_hoc" and not (self.description and self.post_hoc_note):
+            raise ValueError(
+                f"method {self.name!r}: a post hoc method needs a description and a "
+                "post_hoc_note (REPRODUCTION.md describes it with them)"
+            )
+        for dotted in self.estimators:
+            if ":" not in dotted:
+                raise ValueError(
+                    f"method {self.name!r}: estimators name 'package.module:Class', "
+                    f"got {dotted!r}"
+                )
         if self.per not in (None, "view", "pair"):
             raise ValueError(f"method {self.name!r}: per must be None, view or pair")
         if ":" not in self.runner:
@@ -165,6 +208,16 @@ class MethodSpec:
             raise ValueError(
                 f"method {self.name!r}: {sorted(both)} both in grid and extra"
             )
+
+    @property
+    def paper(self) -> bool:
+        """Whether it is one of the paper's methods (``role == "paper"``)."""
+        return self.role == "paper"
+
+    @property
+    def runs_by_default(self) -> bool:
+        """Whether a run without ``post_hoc: true`` fits it (all but post hoc)."""
+        return self.role != "post_hoc"
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -198,6 +251,10 @@ _RUNNERS = "tcca_core.protocol.runners"
 #: to ``fit_path``, the rest to the estimator).
 _SOLVER_OPTIONS = ("max_iter", "tol", "init", "n_init", "warm_start", "algorithm")
 _LIN, _KER = "linear", "kernel"
+#: The estimators whose fits the runners return (``MethodSpec.estimators``).
+_TCCA, _KTCCA = "tcca_core._tcca:TCCA", "tcca_core._ktcca:KTCCA"
+_CCA, _KCCA = "tcca_core.baselines._cca:CCA", "tcca_core.baselines._cca:KCCA"
+_CCALS = "tcca_core.baselines._cca_ls:CCALS"
 
 #: Every method, in the paper's row order (linear methods, then kernel methods).
 METHODS: dict[str, MethodSpec] = {}
@@ -251,6 +308,7 @@ for _spec in (
         group="cca",
         style=("C0", "o", "-"),
         runner=f"{_RUNNERS}:run_cca_bst",
+        estimators=(_CCA,),
     ),
     MethodSpec(
         "cca_avg",
@@ -263,6 +321,7 @@ for _spec in (
         group="cca",
         style=("C1", "s", "--"),
         runner=f"{_RUNNERS}:run_cca_avg",
+        estimators=(_CCA,),
     ),
     MethodSpec(
         "cca_ls",
@@ -275,6 +334,7 @@ for _spec in (
         group="cca",
         style=("C2", "^", "-"),
         runner=f"{_RUNNERS}:run_cca_ls",
+        estimators=(_CCALS,),
     ),
     MethodSpec(
         "dse",
@@ -285,6 +345,7 @@ for _spec in (
         group="spectral",
         style=("C4", "v", "-"),
         runner=f"{_RUNNERS}:run_dse",
+        estimators=("tcca_core.baselines._dse:DSE",),
     ),
     MethodSpec(
         "ssmvd",
@@ -296,6 +357,7 @@ for _spec in (
         group="spectral",
         style=("C5", "D", "-"),
         runner=f"{_RUNNERS}:run_ssmvd",
+        estimators=("tcca_core.baselines._ssmvd:SSMVD",),
     ),
     MethodSpec(
         "tcca",
@@ -307,6 +369,7 @@ for _spec in (
         group="tensor",
         style=("C3", "*", "-"),
         runner=f"{_RUNNERS}:run_tcca",
+        estimators=(_TCCA,),
     ),
     # The paper's formulas on the raw (uncentered) views: an investigation of the
     # SecStr gap (REPRODUCTION.md), shown beside TCCA, never instead of it.
@@ -317,10 +380,18 @@ for _spec in (
         {"eps": EPS_GRID_LINEAR, "center": (False,)},
         extra=_SOLVER_OPTIONS,
         accepts_fit_views=True,
-        paper=False,
+        role="post_hoc",
         group="tensor",
         style=("C6", "P", "--"),
         runner=f"{_RUNNERS}:run_tcca",
+        estimators=(_TCCA,),
+        description="TCCA on the raw (uncentered) views",
+        post_hoc_note=(
+            "applies the paper's TCCA formulas to the raw views instead of the "
+            "centered views the paper states. It was added after the test results of "
+            "the centered TCCA were seen (docs/investigations.md, *SecStr: TCCA below "
+            "the CCA family, and centering*)"
+        ),
     ),
     MethodSpec(
         "bsk",
@@ -354,6 +425,7 @@ for _spec in (
         group="cca",
         style=("C0", "o", "-"),
         runner=f"{_RUNNERS}:run_kcca_bst",
+        estimators=(_KCCA,),
     ),
     MethodSpec(
         "kcca_avg",
@@ -365,6 +437,7 @@ for _spec in (
         group="cca",
         style=("C1", "s", "--"),
         runner=f"{_RUNNERS}:run_kcca_avg",
+        estimators=(_KCCA,),
     ),
     MethodSpec(
         "ktcca",
@@ -376,6 +449,7 @@ for _spec in (
         group="tensor",
         style=("C3", "*", "-"),
         runner=f"{_RUNNERS}:run_ktcca",
+        estimators=(_KTCCA,),
     ),
 ):
     register(_spec)
@@ -390,7 +464,7 @@ def method_names() -> list[str]:
 def methods_where(**facts: Any) -> tuple[str, ...]:
     """Keys of the methods whose attributes equal ``facts``, in row order.
 
-    E.g. ``methods_where(paper=True, family="linear", has_r=True)``: the paper's
+    E.g. ``methods_where(role="paper", family="linear", has_r=True)``: the paper's
     linear dimension-reduction methods.
     """
     return tuple(

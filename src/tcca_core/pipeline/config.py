@@ -27,6 +27,7 @@ tables from :mod:`tcca_core.paper`. No estimator is imported.
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -321,9 +322,9 @@ def _check_r_grid(dataset, dcfg, setting, s):
     )
 
 
-def _is_paper(method: str) -> bool:
+def _runs_by_default(method: str) -> bool:
     spec = METHODS.get(method)
-    return spec is None or spec.paper
+    return spec is None or spec.runs_by_default
 
 
 def resolve_settings(cfg: dict) -> dict:
@@ -403,11 +404,21 @@ def resolve_settings(cfg: dict) -> dict:
                 _fail(f"pending.{key}", f"{dataset}/{setting} does not run {method!r}")
             del scfg["methods"][method]
     if not cfg.get("post_hoc", False):
-        # investigation-only variants (registry: paper=False) run only on request
-        for settings in resolved.values():
-            for scfg in settings.values():
-                for method in [m for m in scfg["methods"] if not _is_paper(m)]:
-                    del scfg["methods"][method]
+        # post hoc methods (the registry's role) run only on request; never silently
+        left_out: dict[str, list[str]] = {}
+        for dataset, settings in resolved.items():
+            for setting, scfg in settings.items():
+                for m in [m for m in scfg["methods"] if not _runs_by_default(m)]:
+                    del scfg["methods"][m]
+                    left_out.setdefault(m, []).append(f"{dataset}/{setting}")
+        for m, where in left_out.items():
+            logging.getLogger(__name__).warning(
+                "Not running %s (%s) in %s: it is post hoc (added after test results "
+                "were seen); set post_hoc: true to run it",
+                m,
+                METHODS[m].description,
+                ", ".join(where),
+            )
     for table, tcfg in cfg["tables"].items():
         key = f"tables.{table}"
         if tcfg["dataset"] not in resolved:
@@ -613,8 +624,9 @@ def check_config(cfg: dict) -> dict:
     Returns ``{dataset: {setting: resolved setting}}``: each setting with its
     ``methods`` (a method set's name replaced by the set), ``r_grid`` and
     ``same_as`` filled in, and the methods marked pending dropped, as are the
-    methods that are not the paper's (the registry's ``paper=False``, e.g. TCCA
-    (uncentered)) unless ``post_hoc`` is true.
+    post hoc methods (the registry's ``role="post_hoc"``, e.g. TCCA (uncentered))
+    unless ``post_hoc`` is true, with a warning naming each one left out and where.
+    Methods of the roles ``"paper"`` and ``"extension"`` always run.
     """
     settings = resolve_settings(cfg)
     problems = value_problems(cfg, settings)

@@ -99,7 +99,6 @@ _HOME = {
     **dict.fromkeys(("_Context", "_Out"), ".learners"),
     **dict.fromkeys(("run_method", "_Run", "_measure", "_add_costs"), ".run"),
     **dict.fromkeys(("select", "select_per_split", "accuracy_by_r"), ".selection"),
-    **dict.fromkeys(("_transform",), ".runners"),
 }
 
 

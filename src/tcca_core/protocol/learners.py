@@ -3,10 +3,11 @@
 Rows are samples throughout. Each learner of :data:`tcca_core.registry.LEARNERS` is a
 class here that trains on the labeled rows of a representation (features, or a kernel
 against the labeled rows) and predicts the evaluation rows (validation, then test)
-once for every value of its own validation grid: kNN for every k in 1..10 from one
-sorted distance matrix, RLS for every gamma of its grid (the paper's 1e-2 by
-default). Validation then picks the learner's value together with the method's
-parameters (:mod:`tcca_core.protocol.selection`).
+once for every value of its own validation grid, the registry's
+(:attr:`~tcca_core.registry.LearnerSpec.grid`) unless a call gives another: kNN for
+every k of its grid from one sorted distance matrix, RLS for every gamma of its grid
+(the paper's 1e-2 by default). Validation then picks the learner's value together
+with the method's parameters (:mod:`tcca_core.protocol.selection`).
 
 :class:`_Context` holds the labels of one split; it is the only place that reads y.
 
@@ -19,12 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, cast
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
 from ..learners import RLS, KernelRLS, euclidean_knn, kernel_knn
-from ..registry import GAMMA, K_MAX, LEARNERS, LearnerSpec
+from ..registry import LEARNERS, LearnerSpec
 from .splits import Split
 
 __all__ = ["KNNLearner", "Learner", "RLSLearner", "make_learner"]
@@ -217,13 +218,15 @@ class _Context:
         y,
         split: Split,
         learner: str | Learner,
-        k_max: int = K_MAX,
-        gamma: float = GAMMA,
+        k_max: int | None = None,
+        gamma: float | None = None,
     ):
         if isinstance(learner, Learner):
             self.model = learner
         else:
-            self.model = make_learner(learner, k_max=k_max, gamma=gamma)
+            legacy: dict[str, Any] = {"k_max": k_max, "gamma": gamma}
+            legacy = {k: v for k, v in legacy.items() if v is not None}
+            self.model = make_learner(learner, None, **legacy)
         self.learner = self.model.spec.name
         self.param = self.model.spec.param
         self.lab, self.val, self.test = split.labeled, split.validation, split.test

@@ -1,10 +1,14 @@
-"""One method on one split: :func:`run_method` and the state its runners share.
+"""One method on one split: :func:`run_method` and the contract of its runners.
 
-Rows are samples throughout. :func:`run_method` checks its arguments, expands the
-method's grid (:data:`tcca_core.registry.METHODS`) into grid points, and hands a
-:class:`_Run` to the method's runner (:mod:`tcca_core.protocol.runners`), which fits
-the DR step, calls the learner (:mod:`tcca_core.protocol.learners`) on each
-representation and records the scores. The result is the tidy table of
+Rows are samples throughout. A method is a plug-in: a runner (the function that a
+:class:`~tcca_core.registry.MethodSpec` names, :mod:`tcca_core.protocol.runners`)
+takes the call's :class:`Inputs` (features, never labels) and the method's grid
+points, and yields :class:`Fit` units: a fit of the DR step and the representation
+of the evaluated rows it gives at each r (:class:`Rep`). :func:`run_method` alone
+does everything else: it checks its arguments, expands the method's grid
+(:data:`tcca_core.registry.METHODS`), caches and measures each fit, caps r at the
+fit's r_max, trains the learner (:mod:`tcca_core.protocol.learners`) on each
+representation, scores it and records the tidy table of
 :mod:`tcca_core.protocol.results`.
 
 Labels never reach the unsupervised step: every DR method is fitted on features only.
@@ -20,8 +24,9 @@ import json
 import logging
 import math
 import tracemalloc
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any, Protocol
 
@@ -31,12 +36,12 @@ import scipy.sparse as sp
 
 from .._validation import check_positive_int, check_views
 from ..kernels import ViewKernel
-from ..registry import GAMMA, K_MAX, LEARNERS, METHODS, R_GRID_PAPER, MethodSpec
+from ..registry import LEARNERS, METHODS, R_GRID_PAPER, MethodSpec
 from .learners import _Context, _Out, make_learner
 from .results import DTYPES, RESULT_COLUMNS
 from .splits import Split, _check_split, restrict_split
 
-__all__ = ["run_method"]
+__all__ = ["Fit", "Inputs", "Rep", "run_method"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,10 +55,6 @@ class Cache(Protocol):
 
 
 #: Learner columns of a row before the learner's own value is filled in.
-#: Fit kinds of ``_Run.cached`` that several methods share: CCA (BST) and CCA (AVG)
-#: fit the same pairs (KCCA likewise), so their entries are keyed without the method.
-_SHARED_KINDS = frozenset({"cca", "kcca"})
-
 _NO_LEARNER = {spec.param: None for spec in LEARNERS.values()}
 
 # ------------------------------------------------------------------- measurement
@@ -90,7 +91,111 @@ def _add_costs(*costs) -> dict:
     }
 
 
-# ------------------------------------------------------------- run state
+# ------------------------------------------------------------- the runner contract
+
+
+@dataclass(frozen=True)
+class Rep:
+    """A representation of the evaluated rows, as a runner's ``Fit`` gives it.
+
+    Rows are :attr:`Inputs.rows` (labeled, validation, test), in that order. A
+    runner may also give a plain array or sparse matrix: the features ``Z``.
+
+    Attributes
+    ----------
+    Z : array or sparse matrix, optional
+        Features; the learner gets ``dim = Z.shape[1]`` columns.
+    K : ndarray of shape (n_rows, n_labeled), optional
+        Instead of features: the kernel between the evaluated and the labeled rows.
+    diag : ndarray of shape (n_rows,), optional
+        With ``K``: k(x, x) of the evaluated rows.
+    parts : tuple of Rep
+        Instead of either: the representations of several models (the pairs of
+        CCA (AVG)), whose outputs the learner combines (``Learner.aggregate``).
+    fit_s : float, optional
+        The fit time of this r alone, where one fit serves several r (a TCCA rank
+        path reports each rank's own ALS); default: the whole fit's.
+    """
+
+    Z: Any = None
+    K: np.ndarray | None = None
+    diag: np.ndarray | None = None
+    parts: tuple[Rep, ...] = ()
+    fit_s: float | None = None
+
+    @property
+    def dim(self) -> int | None:
+        """Columns given to the learner (None for a kernel)."""
+        if self.parts:
+            return self.parts[0].dim
+        return None if self.Z is None else int(self.Z.shape[1])
+
+
+def _as_rep(x) -> Rep:
+    return x if isinstance(x, Rep) else Rep(Z=x)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """One unit a runner yields: a fit of the DR step and the representations on it.
+
+    :func:`run_method` calls ``fit()`` (measured; cached under ``key``), then
+    ``embed(fitted)`` once (measured: the transform of the evaluated rows), then
+    the function it returns at every r that ``r_max`` allows; above ``r_max`` it
+    records a capped row and, when ``r_max`` is known before the fit and caps every
+    r, never fits. Each r gives one row per value of the learner's grid.
+
+    Attributes
+    ----------
+    fit : callable () -> fitted
+        The unsupervised step, on features only (:meth:`Inputs.fit_data`).
+    embed : callable fitted -> (callable r -> Rep), optional
+        The representation of the evaluated rows at r (``None`` for a method
+        without r). Default: ``fitted`` is the representation at every r.
+    params : dict
+        The grid point (the row's ``params``, ``eps``, ``lambda1``, ``lambda2``).
+    r_max : int or callable fitted -> int, optional
+        The largest r the fit can give (None: no limit, or no r).
+    r : int, optional
+        The one r this fit serves (DSE: one fit per r); default: every r of the
+        grid (or none, for a method without r).
+    key : (str, sequence of int, object), optional
+        (kind, views, parameters) that name the fit for the cache, together with the
+        views' contents, its rows, the seed, the r grid and the kernel; None: never
+        cached. Two methods naming the same key share the fit (CCA (BST) and
+        (AVG): ``("cca", (p, q), params)``), so a kind names what is fitted. Fits
+        with the same key in a row (SSMVD: one fit serves every (lambda1, lambda2))
+        are fitted once per call even without a cache.
+    rows : sequence of int, optional
+        The rows of :attr:`Inputs.views` the fit sees, when not the split's fit rows
+        (plus ``fit_views``): a transductive method's embedded rows (fitted on a
+        subset of them: never cached); ``()``: no unsupervised step (BSF, CAT).
+        ``n_fit`` counts them.
+    view, pair : optional
+        The row's ``view`` (BSF, BSK) and ``pair`` ("p-q" for BST, "all" for AVG).
+    shared : bool
+        The row's ``fit_shared``: one fit serves several rows (every r, or every
+        (lambda1, lambda2)), each reporting its whole cost.
+    costs : tuple of dict
+        Costs measured elsewhere that the representation also needs (the kernel
+        matrices of :meth:`Inputs.kernels`), added to the row's.
+    parts : tuple of Fit
+        Instead of ``fit``: several fits whose representations are combined at
+        each r (CCA (AVG)); r_max is their smallest, the cost their sum.
+    """
+
+    fit: Callable[[], Any] | None = None
+    embed: Callable[[Any], Callable[[int | None], Any]] | None = None
+    params: Mapping = field(default_factory=dict)
+    r_max: int | Callable[[Any], int] | None = None
+    r: int | None = None
+    key: tuple | None = None
+    rows: Any = None
+    view: int | None = None
+    pair: str | None = None
+    shared: bool = False
+    costs: tuple = ()
+    parts: tuple[Fit, ...] = ()
 
 
 def _self_similarity(vk: ViewKernel, X) -> np.ndarray:
@@ -126,76 +231,47 @@ def _fingerprint(views) -> str:
     return h.hexdigest()
 
 
-class _Run:
-    """Inputs of one run_method call, shared by the per-method runners."""
+class Inputs:
+    """What a runner sees of one :func:`run_method` call: features, never labels.
+
+    Attributes
+    ----------
+    method : str
+        The method's registry key.
+    views, fit_views : list
+        The checked views (all N rows) and the extra unlabeled fit rows (or None).
+    m, N : int
+        Number of views and of rows.
+    fit : ndarray or None
+        The split's fit rows (None: every row).
+    rows : ndarray
+        The evaluated rows: labeled, validation, test, in that order.
+    n_labeled : int
+        How many of ``rows`` are labeled (the first ones).
+    n_fit : int
+        Rows of the split's fit (plus ``fit_views``).
+    seed : int
+        ``random_state`` of the randomized methods.
+    r_grid : list of int
+        The r grid (empty for a method without r).
+    kernel : str or list
+        The kernel per view of a kernel method.
+    """
 
     def __init__(
-        self, views, fit_views, ctx, split, spec, kernel, seed, r_grid, cache=None
+        self, method, views, fit_views, split, rows, n_labeled, kernel, seed, r_grid
     ):
-        self.views, self.fit_views, self.ctx = views, fit_views, ctx
-        self.cache = cache
-        self.digest = None  # of the views, for the cache key; computed on first use
-        self.spec, self.seed, self.r_grid = spec, seed, r_grid
-        self.N = views[0].shape[0]
+        self.method = method
+        self.views, self.fit_views = views, fit_views
+        self.m, self.N = len(views), views[0].shape[0]
         self.fit = split.fit  # None: every row
-        self.m = len(views)
-        self.kernel = kernel
-        self.records: list[dict] = []
-        self._kernels = {}
+        self.rows, self.n_labeled = rows, n_labeled
+        self.kernel, self.seed, self.r_grid = kernel, seed, r_grid
         self.n_fit = (self.N if self.fit is None else self.fit.size) + (
             0 if fit_views is None else fit_views[0].shape[0]
         )
+        self._kernels: dict[int, dict] = {}
 
-    # -- fits shared across splits
-    def cached(self, kind: str, idx, gp: dict, fit, rows=None):
-        """``fit()`` once per (kind, views, grid point, fit rows) within a cache.
-
-        A split-independent fit (e.g. SecStr's transductive fit on all rows) is then
-        computed once for every split that a fit job loops over; its measured cost
-        is reported on each split's rows. ``rows`` (default the split's fit rows)
-        are the rows of ``views`` the fit sees. A transductive fit on a subset of
-        the rows drawn with the split (``rows`` given, not every row: DSE/SSMVD on
-        SecStr's 10K) is never reused, so it skips the cache: storing it only
-        filled the disk (35 GB for SecStr's SSMVD embeddings in the full grid).
-        """
-        if self.cache is None:
-            return fit()
-        transductive = rows is not None
-        if rows is None:
-            rows = self.fit
-        every = rows is None or np.array_equal(rows, np.arange(self.N))
-        if transductive and not every:
-            return fit()
-        if self.digest is None:
-            self.digest = (
-                _fingerprint(self.views),
-                None if self.fit_views is None else _fingerprint(self.fit_views),
-            )
-        rows = (
-            ("all", self.N)
-            if every
-            else hashlib.sha1(np.ascontiguousarray(rows).tobytes()).hexdigest()
-        )
-        key = (
-            # the pair fits of CCA/KCCA (BST) and (AVG) are the same fits
-            kind if kind in _SHARED_KINDS else self.spec.name,
-            kind,
-            tuple(idx),
-            json.dumps(gp, sort_keys=True, default=str),
-            rows,
-            self.seed,
-            tuple(self.r_grid),
-            self.digest,
-            json.dumps(self.kernel, default=str),
-        )
-        try:  # one lookup: a disk cache (FitCache) loads the entry once
-            return self.cache[key]
-        except KeyError:
-            pass
-        value = self.cache[key] = fit()
-        return value
-
-    # -- data access
     def fit_data(self, idx) -> list:
         """Return views ``idx`` on the fit rows, with fit_views stacked below."""
         out = []
@@ -212,9 +288,11 @@ class _Run:
         return out
 
     def row_data(self, idx) -> list:
-        return [self.views[p][self.ctx.rows] for p in idx]
+        """Return views ``idx`` on the evaluated rows."""
+        return [self.views[p][self.rows] for p in idx]
 
     def kernel_spec(self, p):
+        """Return the kernel of view ``p``."""
         k = self.kernel
         if isinstance(k, (list, tuple)):
             if len(k) != self.m:
@@ -227,12 +305,15 @@ class _Run:
     def kernels(self, p) -> dict:
         """View p's kernel on the fit rows, against the evaluated rows, and costs.
 
-        lambda (max d) comes from the fit rows, as the paper's kernels are defined
-        on all the instances the unsupervised step sees.
+        Keys ``fit`` (fit x fit), ``rows_fit`` (evaluated x fit), ``rows_lab``
+        (evaluated x labeled), ``diag_rows`` (k(x, x) of the evaluated rows) and
+        ``cost`` (give it to ``Fit.costs``). Computed once per call. lambda (max d)
+        comes from the fit rows, as the paper's kernels are defined on all the
+        instances the unsupervised step sees.
         """
         if p in self._kernels:
             return self._kernels[p]
-        X, rows, lab = self.views[p], self.ctx.rows, self.ctx.lab
+        X, rows, lab = self.views[p], self.rows, self.rows[: self.n_labeled]
         with _measure() as cost:
             vk = ViewKernel(self.kernel_spec(p))
             if self.fit is None:
@@ -256,39 +337,149 @@ class _Run:
         self._kernels[p] = out
         return out
 
-    # -- records
-    def add(
-        self,
-        out: _Out | None,
-        *,
-        r=None,
-        r_max=None,
-        dim=None,
-        view=None,
-        pair=None,
-        params=None,
-        cost=None,
-        shared=False,
-    ):
-        params = dict(params or {})
+
+# ------------------------------------------------------------- run state
+
+
+class _Run:
+    """One run_method call: caches, measures, caps r, scores and records each Fit."""
+
+    def __init__(self, inputs: Inputs, ctx, spec: MethodSpec, cache=None):
+        self.inputs, self.ctx, self.spec, self.cache = inputs, ctx, spec, cache
+        self.digest: tuple | None = None  # of the views, for the cache key
+        self.records: list[dict] = []
+        self._last: tuple = (None, None, None)  # (key, rows, value): the last fit
+
+    def cached(self, kind: str, idx, gp, fit, rows=None):
+        """``fit()`` once per (kind, views, grid point, fit rows) within a cache.
+
+        A split-independent fit (e.g. SecStr's transductive fit on all rows) is then
+        computed once for every split that a fit job loops over; its measured cost
+        is reported on each split's rows. ``rows`` (default the split's fit rows)
+        are the rows of ``views`` the fit sees. A transductive fit on a subset of
+        the rows drawn with the split (``rows`` given, not every row: DSE/SSMVD on
+        SecStr's 10K) is never reused, so it skips the cache: storing it only
+        filled the disk (35 GB for SecStr's SSMVD embeddings in the full grid).
+        """
+        if self.cache is None:
+            return fit()
+        inp = self.inputs
+        transductive = rows is not None
+        if rows is None:
+            rows = inp.fit
+        every = rows is None or np.array_equal(rows, np.arange(inp.N))
+        if transductive and not every:
+            return fit()
+        if self.digest is None:
+            self.digest = (
+                _fingerprint(inp.views),
+                None if inp.fit_views is None else _fingerprint(inp.fit_views),
+            )
+        rows = (
+            ("all", inp.N)
+            if every
+            else hashlib.sha1(np.ascontiguousarray(rows).tobytes()).hexdigest()
+        )
+        key = (
+            kind,
+            tuple(idx),
+            json.dumps(gp, sort_keys=True, default=str),
+            rows,
+            inp.seed,
+            tuple(inp.r_grid),
+            self.digest,
+            json.dumps(inp.kernel, default=str),
+        )
+        try:  # one lookup: a disk cache (FitCache) loads the entry once
+            return self.cache[key]
+        except KeyError:
+            pass
+        value = self.cache[key] = fit()
+        return value
+
+    def _fitted(self, f: Fit):
+        """(fitted, cost) of ``f.fit()``: measured, and cached under ``f.key``."""
+
+        def fit():
+            assert f.fit is not None
+            with _measure() as cost:
+                fitted = f.fit()
+            return fitted, cost
+
+        if f.key is None:
+            return fit()
+        last_key, last_rows, last = self._last
+        if last_key == f.key and last_rows is f.rows:  # one fit, several units
+            return last
+        kind, idx, gp = f.key
+        value = self.cached(kind, idx, gp, fit, rows=f.rows)
+        self._last = (f.key, f.rows, value)
+        return value
+
+    def _realize(self, f: Fit):
+        """(representation at r, r_max, cost) of one Fit: fitted and embedded."""
+        if f.parts:
+            subs = [self._realize(p) for p in f.parts]
+            r_max = min((s[1] for s in subs if s[1] is not None), default=None)
+
+            def combined(r):
+                return Rep(parts=tuple(_as_rep(s[0](r)) for s in subs))
+
+            return combined, r_max, _add_costs(*(s[2] for s in subs))
+        fitted, fit_cost = self._fitted(f)
+        with _measure() as cost:
+            at = (lambda r: fitted) if f.embed is None else f.embed(fitted)
+        r_max = f.r_max(fitted) if callable(f.r_max) else f.r_max
+        return at, r_max, _add_costs(fit_cost, cost, *f.costs)
+
+    def _outputs(self, rep: Rep) -> _Out:
+        if rep.parts:
+            return self.ctx.aggregate([self._outputs(p) for p in rep.parts])
+        if rep.K is not None:
+            return self.ctx.kernel_outputs(rep.K, rep.diag)
+        return self.ctx.outputs(rep.Z)
+
+    def evaluate(self, f: Fit) -> None:
+        """Record the rows of one Fit: per r (capped above r_max), per learner value."""
+        grid = [f.r] if f.r is not None else (self.inputs.r_grid or [None])
+        known = None if callable(f.r_max) else f.r_max
+        if known is not None and all(r is not None and r > known for r in grid):
+            for r in grid:  # nothing to fit: every r is above the limit
+                self.add(None, f, r=r, r_max=known)
+            return
+        at, r_max, cost = self._realize(f)
+        for r in grid:
+            if r is not None and r_max is not None and r > r_max:
+                self.add(None, f, r=r, r_max=r_max)
+                continue
+            rep = _as_rep(at(r))
+            if rep.fit_s is not None:
+                shared = sum(c["fit_s"] for c in f.costs)  # the kernels, say
+                cost = {**cost, "fit_s": float(rep.fit_s + shared)}
+            self.add(self._outputs(rep), f, r=r, r_max=r_max, dim=rep.dim, cost=cost)
+
+    def add(self, out: _Out | None, f: Fit, *, r=None, r_max=None, dim=None, cost=None):
+        """Record ``out`` (None: r above the method's limit, not evaluated)."""
+        params = dict(f.params)
         if self.spec.uses_kernels:
-            params.setdefault("kernel", self.kernel)
+            params.setdefault("kernel", self.inputs.kernel)
         base = {
             "r": r,
             "r_max": r_max,
             "r_capped": out is None and r is not None,
             "dim": dim,
-            "view": view,
-            "pair": pair,
+            "view": f.view,
+            "pair": f.pair,
             "eps": params.get("eps", math.nan),
             "lambda1": params.get("lambda1", math.nan),
             "lambda2": params.get("lambda2", math.nan),
             "params": json.dumps(params, sort_keys=True, default=str),
             "fit_s": math.nan if cost is None else cost["fit_s"],
             "peak_mb": math.nan if cost is None else cost["peak_mb"],
-            "fit_shared": bool(shared),
+            "fit_shared": out is not None and f.shared,
+            "n_fit": self.inputs.n_fit if f.rows is None else len(f.rows),
         }
-        if out is None:  # r above the method's limit: recorded, not evaluated
+        if out is None:
             self.records.append(
                 {**base, **_NO_LEARNER, "val_acc": math.nan, "test_acc": math.nan}
             )
@@ -298,11 +489,6 @@ class _Run:
             self.records.append(
                 {**base, **_NO_LEARNER, param: value, "val_acc": va, "test_acc": ta}
             )
-
-    def r_values(self, r_max: int | None):
-        """(r, capped) over the grid; capped when r exceeds the method's limit."""
-        for r in self.r_grid:
-            yield r, (r_max is not None and r > r_max)
 
 
 def _grid_points(spec: MethodSpec, params: dict | None) -> list[dict]:
@@ -356,8 +542,8 @@ def run_method(
     fit_views=None,
     seed: int = 0,
     kernel="l2",
-    k_max: int = K_MAX,
-    gamma: float | Sequence[float] = GAMMA,
+    k_max: int | None = None,
+    gamma: float | Sequence[float] | None = None,
     cache: Cache | None = None,
     learner_grid: Sequence | None = None,
 ) -> pd.DataFrame:
@@ -386,7 +572,9 @@ def run_method(
         limit r_max give a row with ``r_capped=True`` and NaN accuracies.
     learner : {"rls", "knn"}, default="rls"
         A key of :data:`tcca_core.registry.LEARNERS`: RLS with gamma and a penalized
-        bias, or kNN for every k in 1..k_max (:mod:`tcca_core.protocol.learners`).
+        bias, or kNN (:mod:`tcca_core.protocol.learners`), each evaluated over its
+        registry grid (``LearnerSpec.grid``) unless ``learner_grid`` (or its old
+        keyword) is given.
     params : dict, optional
         Overrides of the method's grid (name -> value or sequence of values), e.g.
         ``{"eps": 1e-2}`` for SecStr/Ads, or extra estimator arguments
@@ -402,10 +590,10 @@ def run_method(
         Kernel per view (or one for all) of the kernel methods, as in
         :class:`tcca_core.kernels.ViewKernel` (the paper: ``"chi2"`` for BoW
         histograms, ``"l2"`` otherwise).
-    k_max : int, default=10
-        kNN's grid is k = 1..k_max.
-    gamma : float or sequence of float, default=1e-2
-        RLS's grid of gamma.
+    k_max : int, optional
+        kNN's grid is k = 1..k_max (default: the registry's grid).
+    gamma : float or sequence of float, optional
+        RLS's grid of gamma (default: the registry's grid).
     cache : dict or tcca_core.fit_cache.FitCache, optional
         Pass the same (initially empty) mapping to the calls for several splits of
         one data set to fit once the DR steps that do not depend on the split (same
@@ -417,7 +605,8 @@ def run_method(
         shares them between processes.
     learner_grid : sequence, optional
         The values of the learner's own parameter to evaluate (kNN's k, RLS's
-        gamma); overrides ``k_max``/``gamma``. Default: the registry's grid.
+        gamma); overrides ``k_max``/``gamma``. Default: the registry's grid, the
+        one place a learner's default grid lives.
 
     Returns
     -------
@@ -437,8 +626,12 @@ def run_method(
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {list(METHODS)}")
     spec = METHODS[method]
-    k_max = check_positive_int(k_max, "k_max")
-    model = make_learner(learner, learner_grid, k_max=k_max, gamma=gamma)
+    legacy: dict[str, Any] = {}
+    if k_max is not None:
+        legacy["k_max"] = check_positive_int(k_max, "k_max")
+    if gamma is not None:
+        legacy["gamma"] = gamma
+    model = make_learner(learner, learner_grid, **legacy)
     views = check_views(views)
     N = views[0].shape[0]
     y = np.asarray(y)
@@ -480,7 +673,10 @@ def run_method(
     if subset is not None:
         points = [{**gp, "subset": subset} for gp in points]
     ctx = _Context(y, split, model)
-    run = _Run(views, fit_views, ctx, split, spec, kernel, seed, r_grid, cache)
+    inputs = Inputs(
+        method, views, fit_views, split, ctx.rows, ctx.n_l, kernel, seed, r_grid
+    )
+    run = _Run(inputs, ctx, spec, cache)
     logger.info(
         "%s: split %d, %d grid points, %d values of r, learner %s",
         method,
@@ -489,7 +685,8 @@ def run_method(
         len(r_grid),
         learner,
     )
-    spec.load_runner()(run, points)
+    for unit in spec.load_runner()(inputs, points):
+        run.evaluate(unit)
     df = pd.DataFrame.from_records(run.records)
     df["method"] = method
     df["learner"] = learner
@@ -498,6 +695,5 @@ def run_method(
     df["n_labeled"] = split.labeled.size
     df["n_validation"] = split.validation.size
     df["n_test"] = split.test.size
-    df["n_fit"] = run.n_fit
     df = df[list(RESULT_COLUMNS)]
     return df.astype(DTYPES)

@@ -1,20 +1,20 @@
-"""The method runners: how each method of the registry is fitted and evaluated.
+"""The method runners: how each method of the registry fits and represents the rows.
 
-Rows are samples throughout. A runner is ``runner(run, points)``: ``run`` is the
-:class:`~tcca_core.protocol.run._Run` of one :func:`~tcca_core.protocol.run_method`
-call (views, split, learner context, r grid, cache) and ``points`` the method's grid
-points (dicts of parameter values). For every r and grid point it builds the
-representation of the evaluated rows, calls the learner (``run.ctx.outputs`` or
-``run.ctx.kernel_outputs``) and records the scores with ``run.add``. Each
+Rows are samples throughout. A runner is ``runner(data, points)``: ``data`` is the
+:class:`~tcca_core.protocol.run.Inputs` of one :func:`~tcca_core.protocol.run_method`
+call (features, fit rows, evaluated rows, seed, r grid, kernels; never labels) and
+``points`` the method's grid points (dicts of parameter values). It yields
+:class:`~tcca_core.protocol.run.Fit` units, each a fit of the DR step (features
+only) and the representation of the evaluated rows it gives at each r.
+:func:`~tcca_core.protocol.run_method` does the rest: caching and measuring the fits,
+capping r, the learner, the scores and the rows. Each
 :class:`~tcca_core.registry.MethodSpec` names its runner here by its dotted name.
-
-Fits that do not depend on the split go through ``run.cached`` (one fit per cache);
-the cost of producing each representation is measured with ``_measure``.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 import numpy as np
 import scipy.sparse as sp
@@ -24,7 +24,7 @@ from ..baselines._cca import CCA, KCCA, kernel_eigen, view_pairs
 from ..baselines._cca_ls import CCALS
 from ..baselines._single import concatenate_views, l2_normalize_rows, normalize_kernel
 from ..kernels import center_kernel
-from .run import _add_costs, _measure, _Run
+from .run import Fit, Inputs, Rep
 
 __all__ = [
     "run_avg",
@@ -42,97 +42,66 @@ __all__ = [
     "run_tcca",
 ]
 
+#: ``Fit.rows`` of a representation without an unsupervised step (n_fit = 0).
+_NO_FIT = ()
 
-def run_bsf(run: _Run, points):
+
+def run_bsf(data: Inputs, points) -> Iterator[Fit]:
     """BSF: each view alone (L2-normalized rows), the view chosen on validation."""
-    run.n_fit = 0  # no unsupervised step
     for gp in points:
-        for p, X in enumerate(run.views):
-            with _measure() as cost:
-                Z = X[run.ctx.rows]
-                Z = l2_normalize_rows(Z) if gp.get("normalize", True) else Z
-            run.add(run.ctx.outputs(Z), dim=X.shape[1], view=p, params=gp, cost=cost)
+        for p, X in enumerate(data.views):
+
+            def rows(X=X, gp=gp):
+                Z = X[data.rows]
+                return l2_normalize_rows(Z) if gp.get("normalize", True) else Z
+
+            yield Fit(rows, params=gp, view=p, rows=_NO_FIT)
 
 
-def run_cat(run: _Run, points):
+def run_cat(data: Inputs, points) -> Iterator[Fit]:
     """CAT: the views concatenated (each L2-normalized), no reduction."""
-    run.n_fit = 0
     for gp in points:
-        with _measure() as cost:
-            V = run.row_data(range(run.m))
+
+        def rows(gp=gp):
+            V = data.row_data(range(data.m))
             if gp.get("normalize", True):
-                Z = concatenate_views(V)
-            else:
-                Z = (
-                    sp.hstack(V, format="csr")
-                    if any(map(sp.issparse, V))
-                    else np.hstack(V)
-                )
-        run.add(run.ctx.outputs(Z), dim=Z.shape[1], params=gp, cost=cost)
+                return concatenate_views(V)
+            return (
+                sp.hstack(V, format="csr") if any(map(sp.issparse, V)) else np.hstack(V)
+            )
+
+        yield Fit(rows, params=gp, rows=_NO_FIT)
 
 
-def _run_nested(run: _Run, points, make, idx_sets):
-    """Run a nested method (CCA, CCA-LS, KCCA) per view subset: one fit, r sliced."""
-    for idx, tag in idx_sets:
-        for gp in points:
-            Zs, r_max, cost = make(run, idx, gp)
-            for r, capped in run.r_values(r_max):
-                if capped:
-                    run.add(None, r=r, r_max=r_max, pair=tag, params=gp)
-                    continue
-                Z = np.hstack([Zp[:, :r] for Zp in Zs])
-                run.add(
-                    run.ctx.outputs(Z),
-                    r=r,
-                    r_max=r_max,
-                    dim=Z.shape[1],
-                    pair=tag,
-                    params=gp,
-                    cost=cost,
-                    shared=True,
-                )
+def _sliced(rows_of):
+    """Return ``Fit.embed`` of a nested method: one transform, r columns per view."""
+
+    def embed(est):
+        Zs = est.transform(rows_of(), per_view=True)
+        return lambda r: np.hstack([Zp[:, :r] for Zp in Zs])
+
+    return embed
 
 
-def _fit_once(run: _Run, kind, idx, gp, make):
-    """(estimator, cost of its fit) of ``make()``, shared across splits."""
+def _cca_fit(data: Inputs, idx, gp, pair=None, cls=CCA, kind="cca") -> Fit:
+    """One fit of a nested linear method (CCA, CCA-LS) on the views ``idx``.
 
-    def fit():
-        with _measure() as cost:
-            est = make()
-        return est, cost
-
-    return run.cached(kind, idx, gp, fit)
-
-
-def _transform(est, data, fit_cost):
-    with _measure() as cost:
-        Zs = est.transform(data, per_view=True)
-    return Zs, est.r_max_, _add_costs(fit_cost, cost)
-
-
-def _linear_fit(cls, kind: str):
-    """Return the fit of a nested linear method (CCA, CCA-LS) on the views ``idx``."""
-
-    def fit(run: _Run, idx, gp):
-        est, cost = _fit_once(
-            run,
-            kind,
-            idx,
-            gp,
-            lambda: cls(
-                n_components=None, eps=gp["eps"], center=gp.get("center", True)
-            ).fit(run.fit_data(idx)),
-        )
-        return _transform(est, run.row_data(idx), cost)
-
-    return fit
+    Its key names the fit, not the method: CCA (BST) and (AVG) share their pairs.
+    """
+    return Fit(
+        lambda: cls(
+            n_components=None, eps=gp["eps"], center=gp.get("center", True)
+        ).fit(data.fit_data(idx)),
+        _sliced(lambda: data.row_data(idx)),
+        params=gp,
+        r_max=lambda est: est.r_max_,
+        key=(kind, idx, gp),
+        pair=pair,
+        shared=True,
+    )
 
 
-_fit_cca = _linear_fit(CCA, "cca")
-_fit_cca_ls = _linear_fit(CCALS, "cca_ls")
-
-
-def _kcca_components(run: _Run, kernels) -> int:
+def _kcca_components(data: Inputs, kernels) -> int:
     """Components one KCCA fit must return: the grid's largest r, within the rank.
 
     Asking for fewer than all components lets KCCA take its top-r route (an
@@ -142,163 +111,141 @@ def _kcca_components(run: _Run, kernels) -> int:
     eigendecompositions are cached, so the fit reuses them.
     """
     ranks = [kernel_eigen(center_kernel(K)[0]).rank for K in kernels]
-    return max(1, min(max(run.r_grid), *ranks))
+    return max(1, min(max(data.r_grid), *ranks))
 
 
-def _fit_kcca(run: _Run, idx, gp):
-    K = [run.kernels(p) for p in idx]
+def _kcca_fit(data: Inputs, idx, gp, pair=None) -> Fit:
+    """One KCCA fit on the kernels of the views ``idx`` (shared like CCA's)."""
+    K = [data.kernels(p) for p in idx]
 
-    def make():
+    def fit():
         Ks = [k["fit"] for k in K]
         return KCCA(
-            n_components=_kcca_components(run, Ks),
+            n_components=_kcca_components(data, Ks),
             eps=gp["eps"],
             kernel="precomputed",
         ).fit(Ks)
 
-    est, cost = _fit_once(run, "kcca", idx, gp, make)
-    Zs, r_max, cost = _transform(est, [k["rows_fit"] for k in K], cost)
-    return Zs, r_max, _add_costs(cost, *(k["cost"] for k in K))
-
-
-def _pairs(run: _Run):
-    return [((p, q), f"{p}-{q}") for p, q in view_pairs(run.m)]
-
-
-def run_cca_bst(run: _Run, points):
-    """CCA (BST): two-view CCA on every pair, the pair chosen on validation."""
-    _run_nested(run, points, _fit_cca, _pairs(run))
-
-
-def run_kcca_bst(run: _Run, points):
-    """KCCA (BST): kernel CCA on every pair, the pair chosen on validation."""
-    _run_nested(run, points, _fit_kcca, _pairs(run))
-
-
-def run_cca_ls(run: _Run, points):
-    """CCA-LS: one multi-view CCA (least-squares form) on all the views."""
-    _run_nested(run, points, _fit_cca_ls, [(tuple(range(run.m)), None)])
-
-
-def _run_avg_pairs(run: _Run, points, fit):
-    """CCA (AVG) / KCCA (AVG): one r and eps shared by all pairs, outputs combined."""
-    for gp in points:
-        fits = [fit(run, idx, gp) for idx, _ in _pairs(run)]
-        r_max = min(f[1] for f in fits)
-        cost = _add_costs(*(f[2] for f in fits))
-        for r, capped in run.r_values(r_max):
-            if capped:
-                run.add(None, r=r, r_max=r_max, pair="all", params=gp)
-                continue
-            outs = [
-                run.ctx.outputs(np.hstack([Zp[:, :r] for Zp in f[0]])) for f in fits
-            ]
-            run.add(
-                run.ctx.aggregate(outs),
-                r=r,
-                r_max=r_max,
-                dim=2 * r,
-                pair="all",
-                params=gp,
-                cost=cost,
-                shared=True,
-            )
-
-
-def run_cca_avg(run: _Run, points):
-    """CCA (AVG): CCA on every pair, the pair models combined."""
-    _run_avg_pairs(run, points, _fit_cca)
-
-
-def run_kcca_avg(run: _Run, points):
-    """KCCA (AVG): kernel CCA on every pair, the pair models combined."""
-    _run_avg_pairs(run, points, _fit_kcca)
-
-
-def _run_path(run: _Run, points, r_max, fit_path, fit_data, row_data, scale=1.0):
-    """Run the rank grid of TCCA/KTCCA through ``fit_path``.
-
-    The whitening (or kernels and Cholesky factors) and the moment tensor are
-    computed once per grid point.
-
-    fit_s per r is the estimator's ``fit_seconds_``: its own ALS plus the shared
-    setup; peak_mb is the peak of the whole path (``fit_shared`` is True).
-    """
-    for gp in points:
-        grid = list(run.r_values(r_max))
-        ranks = [r for r, capped in grid if not capped]
-        ests, path_cost = {}, None
-        if ranks:
-
-            def fit(gp=gp, ranks=ranks):
-                with _measure() as cost:
-                    fitted = fit_path(fit_data(), ranks, random_state=run.seed, **gp)
-                return dict(zip(ranks, fitted, strict=True)), cost
-
-            ests, path_cost = run.cached("path", range(run.m), gp, fit)
-        for r, capped in grid:
-            if capped:
-                run.add(None, r=r, r_max=r_max, params=gp)
-                continue
-            est = ests[r]
-            assert path_cost is not None  # some rank was fitted
-            Z = scale * est.transform(row_data)
-            cost = {"fit_s": est.fit_seconds_, "peak_mb": path_cost["peak_mb"]}
-            run.add(
-                run.ctx.outputs(Z),
-                r=r,
-                r_max=r_max,
-                dim=Z.shape[1],
-                params=gp,
-                cost=cost,
-                shared=True,
-            )
-
-
-def run_tcca(run: _Run, points):
-    """TCCA (and TCCA on the uncentered views): the rank path per eps."""
-    from .._tcca import TCCA, max_cp_rank
-
-    dims = [X.shape[1] for X in run.views]
-    r_max, _ = max_cp_rank(run.n_fit, dims)
-    _run_path(
-        run,
-        points,
-        r_max,
-        lambda views, ranks, warm_start=False, **kw: TCCA(**kw).fit_path(
-            views, ranks, warm_start=warm_start
-        ),
-        lambda: run.fit_data(range(run.m)),
-        run.row_data(range(run.m)),
+    return Fit(
+        fit,
+        _sliced(lambda: [k["rows_fit"] for k in K]),
+        params=gp,
+        r_max=lambda est: est.r_max_,
+        key=("kcca", idx, gp),
+        pair=pair,
+        shared=True,
+        costs=tuple(k["cost"] for k in K),
     )
 
 
-def run_ktcca(run: _Run, points):
+def _pairs(data: Inputs):
+    return [((p, q), f"{p}-{q}") for p, q in view_pairs(data.m)]
+
+
+def run_cca_bst(data: Inputs, points) -> Iterator[Fit]:
+    """CCA (BST): two-view CCA on every pair, the pair chosen on validation."""
+    for idx, tag in _pairs(data):
+        for gp in points:
+            yield _cca_fit(data, idx, gp, tag)
+
+
+def run_kcca_bst(data: Inputs, points) -> Iterator[Fit]:
+    """KCCA (BST): kernel CCA on every pair, the pair chosen on validation."""
+    for idx, tag in _pairs(data):
+        for gp in points:
+            yield _kcca_fit(data, idx, gp, tag)
+
+
+def run_cca_ls(data: Inputs, points) -> Iterator[Fit]:
+    """CCA-LS: one multi-view CCA (least-squares form) on all the views."""
+    idx = tuple(range(data.m))
+    for gp in points:
+        yield _cca_fit(data, idx, gp, cls=CCALS, kind="cca_ls")
+
+
+def run_cca_avg(data: Inputs, points) -> Iterator[Fit]:
+    """CCA (AVG): CCA on every pair (the fits of BST), the pair models combined."""
+    for gp in points:
+        pairs = tuple(_cca_fit(data, idx, gp) for idx, _ in _pairs(data))
+        yield Fit(params=gp, pair="all", shared=True, parts=pairs)
+
+
+def run_kcca_avg(data: Inputs, points) -> Iterator[Fit]:
+    """KCCA (AVG): kernel CCA on every pair, the pair models combined."""
+    for gp in points:
+        pairs = tuple(_kcca_fit(data, idx, gp) for idx, _ in _pairs(data))
+        yield Fit(params=gp, pair="all", shared=True, parts=pairs)
+
+
+def _path_fits(data: Inputs, points, kind, r_max, fit_path, rows, scale=1.0, costs=()):
+    """Yield the rank grid of TCCA/KTCCA: one ``fit_path`` per grid point, every r.
+
+    The whitening (or kernels and Cholesky factors) and the moment tensor are
+    computed once per grid point. fit_s per r is the estimator's ``fit_seconds_``
+    (its own ALS plus the shared setup); peak_mb is the peak of the whole path.
+    """
+    ranks = [r for r in data.r_grid if r <= r_max]  # the ranks the path fits
+
+    def embed(ests):
+        return lambda r: Rep(
+            Z=scale * ests[r].transform(rows), fit_s=ests[r].fit_seconds_
+        )
+
+    for gp in points:
+
+        def fit(gp=gp):
+            fitted = fit_path(ranks, random_state=data.seed, **gp)
+            return dict(zip(ranks, fitted, strict=True))
+
+        yield Fit(
+            fit,
+            embed,
+            params=gp,
+            r_max=r_max,
+            key=(kind, tuple(range(data.m)), gp),
+            shared=True,
+            costs=costs,
+        )
+
+
+def run_tcca(data: Inputs, points) -> Iterator[Fit]:
+    """TCCA (and TCCA on the uncentered views): the rank path per eps."""
+    from .._tcca import TCCA, max_cp_rank
+
+    r_max, _ = max_cp_rank(data.n_fit, [X.shape[1] for X in data.views])
+
+    def fit_path(ranks, warm_start=False, **kw):
+        views = data.fit_data(range(data.m))
+        return TCCA(**kw).fit_path(views, ranks, warm_start=warm_start)
+
+    rows = data.row_data(range(data.m))
+    yield from _path_fits(data, points, "tcca path", r_max, fit_path, rows)
+
+
+def run_ktcca(data: Inputs, points) -> Iterator[Fit]:
     """KTCCA: the rank path per eps on the views' kernels."""
     from .._ktcca import KTCCA
 
-    K = [run.kernels(p) for p in range(run.m)]
+    K = [data.kernels(p) for p in range(data.m)]
     N_fit = K[0]["fit"].shape[0]
-    kernel_cost = _add_costs(*(k["cost"] for k in K))
 
-    def fit_path(Ks, ranks, warm_start=False, **kw):
-        ests = KTCCA(kernel="precomputed", **kw).fit_path(
+    def fit_path(ranks, warm_start=False, **kw):
+        Ks = [k["fit"] for k in K]
+        return KTCCA(kernel="precomputed", **kw).fit_path(
             Ks, ranks, warm_start=warm_start
         )
-        for est in ests:  # the kernel matrices were computed by the protocol
-            est.fit_seconds_ += kernel_cost["fit_s"]
-        return ests
 
     # r_max = max_cp_rank(N, [N] * m) = N; sqrt(N): unit-variance columns like
     # KCCA's (baselines.md section 0).
-    _run_path(
-        run,
+    yield from _path_fits(
+        data,
         points,
+        "ktcca path",
         N_fit,
         fit_path,
-        lambda: [k["fit"] for k in K],
         [k["rows_fit"] for k in K],
         scale=np.sqrt(N_fit),
+        costs=tuple(k["cost"] for k in K),
     )
 
 
@@ -310,12 +257,15 @@ def _estimator_args(gp: dict) -> dict:
     return {k: v for k, v in gp.items() if k != "subset"}
 
 
-def _spectral_data(run: _Run):
-    """Rows a transductive method embeds: the fit rows and every evaluated row."""
-    fit = np.arange(run.N) if run.fit is None else run.fit
-    rows = np.union1d(fit, run.ctx.rows)
-    run.n_fit = rows.size
-    return [X[rows] for X in run.views], np.searchsorted(rows, run.ctx.rows), rows
+def _spectral_data(data: Inputs):
+    """Rows a transductive method embeds: the fit rows and every evaluated row.
+
+    Returns the views on those rows, the evaluated rows' positions among them and
+    the rows (``Fit.rows``: on every row, the same fit in every split).
+    """
+    fit = np.arange(data.N) if data.fit is None else data.fit
+    rows = np.union1d(fit, data.rows)
+    return [X[rows] for X in data.views], np.searchsorted(rows, data.rows), rows
 
 
 def _spectral_r_max(data, gp: dict, seed) -> int:
@@ -340,44 +290,48 @@ def _spectral_r_max(data, gp: dict, seed) -> int:
     return min(ConsensusBasis(np.hstack(patterns)).rank, N - 1)
 
 
-def run_dse(run: _Run, points):
+def _evaluated(pos, key=None):
+    """Return ``Fit.embed`` of a transductive fit: its embedding's evaluated rows."""
+
+    def embed(Z):
+        Z = Z if key is None else Z[key]  # SSMVD: one embedding per (r, lambdas)
+        return lambda r: Z[pos]
+
+    return embed
+
+
+def run_dse(data: Inputs, points) -> Iterator[Fit]:
     """DSE: transductive consensus embedding, one fit per r (shared by splits)."""
     from ..baselines._dse import DSE
 
-    data, pos, rows = _spectral_data(run)
+    views, pos, rows = _spectral_data(data)
     for gp in points:
-        r_max = _spectral_r_max(data, gp, run.seed)
-        for r, capped in run.r_values(r_max):
-            if capped:
-                run.add(None, r=r, r_max=r_max, params=gp)
-                continue
+        r_max = _spectral_r_max(views, gp, data.seed)
+        for r in data.r_grid:
 
             def fit(gp=gp, r=r):
-                with _measure() as cost:
-                    est = DSE(r, random_state=run.seed, **_estimator_args(gp))
-                    Z = est.fit_transform(data)
-                return Z, cost
+                est = DSE(r, random_state=data.seed, **_estimator_args(gp))
+                return est.fit_transform(views)
 
-            # Transductive on the same rows in every split (all rows, e.g. Ads,
-            # mfeat): one fit per cache.
-            Z, cost = run.cached(f"dse r={r}", (), gp, fit, rows=rows)
-            run.add(
-                run.ctx.outputs(Z[pos]),
+            yield Fit(
+                fit,
+                _evaluated(pos),
+                params=gp,
                 r=r,
                 r_max=r_max,
-                dim=Z.shape[1],
-                params=gp,
-                cost=cost,
+                key=(f"dse r={r}", (), gp),
+                rows=rows,
             )
 
 
-def run_ssmvd(run: _Run, points):
+def run_ssmvd(data: Inputs, points) -> Iterator[Fit]:
     """SSMVD: one fit per r serving every (lambda1, lambda2) of the grid."""
     from ..baselines._ssmvd import SSMVD
 
-    data, pos, rows = _spectral_data(run)
+    views, pos, rows = _spectral_data(data)
     # One fit_transform_grid call per (other settings, r) serves every
-    # (lambda1, lambda2): the PCA patterns and their Gram matrix are shared.
+    # (lambda1, lambda2): the PCA patterns and their Gram matrix are shared. Its
+    # units follow each other with one key, so run_method fits it once.
     groups: dict[str, list[dict]] = {}
     for gp in points:
         rest = {k: v for k, v in _estimator_args(gp).items() if k not in _LAMBDAS}
@@ -385,48 +339,44 @@ def run_ssmvd(run: _Run, points):
     for gps in groups.values():
         rest = {k: v for k, v in _estimator_args(gps[0]).items() if k not in _LAMBDAS}
         lambdas = [(gp["lambda1"], gp["lambda2"]) for gp in gps]
-        r_max = _spectral_r_max(data, rest, run.seed)
-        for r, capped in run.r_values(r_max):
-            if capped:
-                for gp in gps:
-                    run.add(None, r=r, r_max=r_max, params=gp)
-                continue
+        r_max = _spectral_r_max(views, rest, data.seed)
+        for r in data.r_grid:
 
             def fit(rest=rest, lambdas=lambdas, r=r):
-                with _measure() as cost:
-                    est = SSMVD(r, random_state=run.seed, **rest)
-                    Zs = est.fit_transform_grid(data, [r], lambdas=lambdas)
-                return Zs, cost
+                est = SSMVD(r, random_state=data.seed, **rest)
+                return est.fit_transform_grid(views, [r], lambdas=lambdas)
 
-            Zs, cost = run.cached(
-                f"ssmvd r={r}", (), {"rest": rest, "lambdas": lambdas}, fit, rows=rows
-            )
-            for gp, (l1, l2) in zip(gps, lambdas, strict=True):
-                Z = Zs[(r, l1, l2)]
-                run.add(
-                    run.ctx.outputs(Z[pos]),
+            for gp, lam in zip(gps, lambdas, strict=True):
+                yield Fit(
+                    fit,
+                    _evaluated(pos, (r, *lam)),
+                    params=gp,
                     r=r,
                     r_max=r_max,
-                    dim=Z.shape[1],
-                    params=gp,
-                    cost=cost,
+                    key=(f"ssmvd r={r}", (), {"rest": rest, "lambdas": lambdas}),
+                    rows=rows,
                     shared=len(gps) > 1,
                 )
 
 
-def run_bsk(run: _Run, points):
+def run_bsk(data: Inputs, points) -> Iterator[Fit]:
     """BSK: each view's kernel alone, the view chosen on validation."""
-    for p in range(run.m):
-        K = run.kernels(p)
-        out = run.ctx.kernel_outputs(K["rows_lab"], K["diag_rows"])
-        run.add(out, view=p, params={"kernel": run.kernel_spec(p)}, cost=K["cost"])
+    for p in range(data.m):
+        K = data.kernels(p)
+        yield Fit(
+            lambda K=K: Rep(K=K["rows_lab"], diag=K["diag_rows"]),  # type: ignore[misc]
+            params={"kernel": data.kernel_spec(p)},
+            view=p,
+            costs=(K["cost"],),
+        )
 
 
-def run_avg(run: _Run, points):
+def run_avg(data: Inputs, points) -> Iterator[Fit]:
     """AVG: the mean of the views' normalized kernels."""
-    Ks = [run.kernels(p) for p in range(run.m)]
-    with _measure() as cost:
-        lab = slice(0, run.ctx.n_l)
+    Ks = [data.kernels(p) for p in range(data.m)]
+
+    def mean_kernel():
+        lab = slice(0, data.n_labeled)
         Kbar = np.mean(
             [
                 normalize_kernel(K["rows_lab"], K["diag_rows"], K["diag_rows"][lab])
@@ -435,9 +385,10 @@ def run_avg(run: _Run, points):
             axis=0,
         )
         dbar = np.mean([(K["diag_rows"] > 0).astype(float) for K in Ks], axis=0)
-    out = run.ctx.kernel_outputs(Kbar, dbar)
-    run.add(
-        out,
-        params={"kernel": [run.kernel_spec(p) for p in range(run.m)]},
-        cost=_add_costs(cost, *(K["cost"] for K in Ks)),
+        return Rep(K=Kbar, diag=dbar)
+
+    yield Fit(
+        mean_kernel,
+        params={"kernel": [data.kernel_spec(p) for p in range(data.m)]},
+        costs=tuple(K["cost"] for K in Ks),
     )
