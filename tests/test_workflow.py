@@ -61,7 +61,7 @@ def paper_grid(config: dict, post_hoc: bool = False) -> int:
             methods = setting["methods"]
             if isinstance(methods, str):
                 methods = config["method_sets"][methods]
-            kept = [m for m in methods if post_hoc or METHODS[m].paper]
+            kept = [m for m in methods if post_hoc or METHODS[m].runs_by_default]
             total += len(kept) * per_job
     return total
 
@@ -382,15 +382,21 @@ TOY_RUNNER = '''
 import numpy as np
 
 
-def run_toy(run, points):
-    V = np.hstack([np.asarray(X, float) for X in run.row_data(range(run.m))])
+from tcca_core.protocol.run import Fit
+
+
+def run_toy(data, points):
+    V = np.hstack([np.asarray(X, float) for X in data.row_data(range(data.m))])
     for gp in points:
-        P = gp["scale"] * np.random.default_rng(run.seed).standard_normal(
+        P = gp["scale"] * np.random.default_rng(data.seed).standard_normal(
             (V.shape[1], V.shape[1])
         )
-        for r, capped in run.r_values(V.shape[1]):
-            out = None if capped else run.ctx.outputs(V @ P[:, :r])
-            run.add(out, r=r, r_max=V.shape[1], dim=r, params=gp)
+        yield Fit(
+            lambda P=P: P,
+            lambda P: lambda r: V @ P[:, :r],
+            params=gp,
+            r_max=V.shape[1],
+        )
 '''
 
 TOY_ENTRY = """
