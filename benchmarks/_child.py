@@ -154,6 +154,7 @@ def run(case_name: str, engine: str, seed: int, eps: float, init: str = "") -> d
             )
     else:
         import tcca_core._als as als
+        import tcca_core._dense as D
         import tcca_core._tensors as T
         from tcca_core import KTCCA, TCCA
 
@@ -166,7 +167,7 @@ def run(case_name: str, engine: str, seed: int, eps: float, init: str = "") -> d
 
         als.cp_als = timers.wrap("als", counted_cp_als)
         als.init_factors = timers.wrap("init", als.init_factors)
-        T.dense_moment = timers.wrap("build", T.dense_moment)
+        D.dense_moment = timers.wrap("build", D.dense_moment)
         norm_sq = T.ImplicitMoment.norm_sq
 
         def counted_norm(self, method=None):

@@ -90,7 +90,8 @@ def auto_pick(case) -> str:
     import scipy.sparse as sp
     from _cases import make_views
 
-    from tcca_core._tensors import SPARSE_DENSITY, choose_engine
+    from tcca_core._engine import choose_engine
+    from tcca_core._tensors import SPARSE_DENSITY
 
     if case.kind == "ktcca":
         return choose_engine(case.N, [case.N] * len(case.dims), case.r, "auto")

@@ -24,7 +24,8 @@ da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
 from tcca_core import KTCCA, TCCA, tcca_path  # noqa: E402
-from tcca_core._tensors import ImplicitMoment, MomentEngine, WhitenedView  # noqa: E402
+from tcca_core._engine import MomentEngine  # noqa: E402
+from tcca_core._tensors import ImplicitMoment, WhitenedView  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RTOL = 1e-10
@@ -188,6 +189,27 @@ def test_norm_grams_and_residual_match_in_memory(client):
     assert rel(eng.correlations(U), mem.correlations(U)) < RTOL
     with pytest.raises(RuntimeError, match="dense tensor"):
         eng.M  # noqa: B018
+
+
+def test_chunks_read_inside_the_task(client, tmp_path):
+    # views read from a store (here Zarr) are read by the task that uses chunk k
+    # of every view (no read tasks scattered over the workers); persisted views
+    # are the tasks' dependencies. Both give the in-memory fit.
+    zarr = pytest.importorskip("zarr")  # noqa: F841
+    from tcca_core._dask import DaskMoment, DaskView
+
+    views = planted(n=1200, seed=5)
+    for p, X in enumerate(views):
+        da.from_array(X, chunks=(300, -1)).to_zarr(str(tmp_path / f"v{p}.zarr"))
+    stored = [da.from_zarr(str(tmp_path / f"v{p}.zarr")) for p in range(3)]
+    one = lambda dv: DaskMoment(  # noqa: E731
+        [DaskView(X, np.zeros(X.shape[1]), np.eye(X.shape[1])) for X in dv]
+    )
+    assert one(stored)._inline is not None
+    assert one(to_dask(views, chunks=300))._inline is None
+    kw = dict(n_components=2, init="hosvd", **SOLVER)
+    ref = TCCA(algorithm="implicit", **kw).fit(views)
+    assert_same_fit(TCCA(**kw).fit(stored), ref)
 
 
 def test_mismatched_row_chunks_name_the_view_and_the_fix(client):

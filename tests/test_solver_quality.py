@@ -495,7 +495,8 @@ def test_the_error_is_the_true_error_when_components_cancel(rng, algorithm):
     ||M - M_hat|| / ||M|| all the same, from the engine's direct sum (to the
     precision that M_hat's own entries allow: 1e9 * 1e-16 against entries ~0.1)."""
     from tcca_core._als import cp_error
-    from tcca_core._tensors import MomentEngine, WhitenedView
+    from tcca_core._engine import MomentEngine
+    from tcca_core._tensors import WhitenedView
 
     views = _planted(rng, N=600, dims=(7, 6, 5))
     Y = [_whiten(X, 1e-2) for X in views]

@@ -11,8 +11,10 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from tcca_core import TCCA, tcca
+from tcca_core._dense import dense_moment
+from tcca_core._engine import engine_costs
 from tcca_core._linalg import covariance, inv_sqrt_psd
-from tcca_core._tensors import WhitenedView, dense_moment, engine_costs
+from tcca_core._tensors import WhitenedView
 
 
 @pytest.fixture
@@ -246,7 +248,7 @@ def test_auto_engine_follows_the_cost_model():
     nus = engine_costs(5597, [500, 144, 128], 50)
     assert secstr["dense"] < secstr["implicit"]
     assert nus["implicit"] < nus["dense"]
-    from tcca_core._tensors import choose_engine
+    from tcca_core._engine import choose_engine
 
     assert choose_engine(84_000, [105] * 3, 50, "auto") == "dense"
     assert choose_engine(5597, [500, 144, 128], 50, "auto") == "implicit"
@@ -258,7 +260,7 @@ def test_auto_engine_follows_the_cost_model():
 
 
 def test_implicit_engine_never_builds_the_tensor(rng, monkeypatch):
-    import tcca_core._tensors as T
+    import tcca_core._dense as T
 
     def forbidden(*a, **k):
         raise AssertionError("dense tensor built")

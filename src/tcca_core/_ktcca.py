@@ -23,9 +23,10 @@ import scipy.linalg as sla
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from ._als import warn_unconverged
+from ._engine import MomentEngine
 from ._multiview import HighOrderCorrelationMixin
 from ._tcca import SOLVER_CONSTRAINTS, check_ranks, is_dask_views, max_cp_rank
-from ._tensors import MomentEngine, WhitenedView
+from ._tensors import WhitenedView
 from ._validation import (
     Interval,
     ParamsMixin,

@@ -20,9 +20,10 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from ._als import swamped_message, warn_unconverged
+from ._engine import MomentEngine
 from ._linalg import LinearProjectionMixin, column_mean, covariance, inv_sqrt_psd
 from ._multiview import HighOrderCorrelationMixin
-from ._tensors import MomentEngine, WhitenedView
+from ._tensors import WhitenedView
 from ._validation import (
     Interval,
     Options,

@@ -1,0 +1,104 @@
+"""The dense route: M built in memory (the paper's route) and its MTTKRP.
+
+:func:`dense_moment` builds the d_1 x ... x d_m tensor, from sparse moments when
+that is cheaper; :func:`dense_mttkrp` contracts it without the Khatri-Rao product;
+:func:`tensorly_mttkrp` is tensorly's, the reference. :class:`._engine.MomentEngine`
+calls them through this module, so that tests can forbid them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ._sparse_moments import _prod, _sparse_forms, _sparse_moment, sparse_moment_cost
+from ._tensors import _block_rows
+
+if TYPE_CHECKING:
+    from ._tensors import WhitenedView
+
+__all__ = ["dense_moment", "dense_mttkrp", "tensorly_mttkrp"]
+
+
+def dense_moment(
+    views: Sequence[WhitenedView], *, exploit_sparsity: bool = True
+) -> np.ndarray:
+    """Build M (d_1 x ... x d_m).
+
+    Dense views: by blocks of samples, M_(1) = Y_1^T (Y_2 kr_rows ... kr_rows Y_m) / N,
+    where kr_rows is the row-wise Khatri-Rao (face-splitting) product; blocks keep
+    that product under 64 MB. Views that all have a sparse form (given sparse, or
+    dense and mostly zeros, see :class:`WhitenedView`) go through
+    :func:`_sparse_moment` when its cost model says it is cheaper; with
+    ``exploit_sparsity=False`` only views given sparse do (the paper's route on
+    dense input, kept as the reference).
+    """
+    N = views[0].N
+    dims = [v.d for v in views]
+    if all(v.sparse is not None for v in views) and (
+        exploit_sparsity or all(v.is_sparse for v in views)
+    ):
+        nnz = [v.nnz_per_row for v in views]
+        if sparse_moment_cost(N, dims, nnz) < 2.0 * N * _prod(dims):
+            return _sparse_moment(_sparse_forms(views))
+    rest = int(np.prod(dims[1:]))
+    M = np.zeros((dims[0], rest))
+    B = _block_rows(N, 8 * rest)
+    for i in range(0, N, B):
+        Y = [v.rows(i, i + B) for v in views]
+        KR = Y[1]
+        for Yq in Y[2:]:
+            KR = (KR[:, :, None] * Yq[:, None, :]).reshape(KR.shape[0], -1)
+        M += Y[0].T @ KR
+    return (M / N).reshape(dims)
+
+
+def dense_mttkrp(
+    M: np.ndarray, factors: Sequence[np.ndarray], p: int, cache: dict | None = None
+) -> np.ndarray:
+    """MTTKRP of a dense tensor without forming the Khatri-Rao product.
+
+    One GEMM contracts the first or last mode (whichever is not p), giving a tensor
+    with a trailing rank axis; the other modes are then contracted component-wise.
+    O(r prod(d)) time like tensorly's ``unfolding_dot_khatri_rao``, but without its
+    (prod(d) / d_p) x r Khatri-Rao matrix, which dominates tensorly's sweep.
+
+    With a ``cache`` dict, the GEMM with the last factor, T = M x_m U_m, is kept
+    and reused while ``factors[-1]`` is the same array: ALS updates modes
+    0, ..., m-2 with U_m fixed, so a sweep does two GEMMs over M instead of m
+    (a one-level dimension tree). Same values; the caller must not modify a
+    factor in place.
+    """
+    m, dims = M.ndim, M.shape
+    r = factors[0].shape[1]
+    letters = "abcdefghij"[:m]
+    if p != m - 1:
+        hit = cache.get("last") if cache is not None else None
+        if hit is not None and hit[0] is factors[-1]:
+            T = hit[1]
+        else:
+            T = (M.reshape(-1, dims[-1]) @ factors[-1]).reshape(*dims[:-1], r)
+            if cache is not None:
+                cache["last"] = (factors[-1], T)
+        modes = list(range(m - 1))
+    else:
+        # M_(1)^T U_1 (a transposed GEMM, no copy of M) keeps the rank axis last
+        # and contiguous for the component-wise contractions.
+        T = (M.reshape(dims[0], -1).T @ factors[0]).reshape(*dims[1:], r)
+        modes = list(range(1, m))
+    others = [q for q in modes if q != p]
+    expr = "".join(letters[q] for q in modes) + "z"
+    expr += "".join("," + letters[q] + "z" for q in others) + "->" + letters[p] + "z"
+    # ALS's factors are Fortran-ordered (transposes of solves); einsum runs about
+    # 4x faster on C-ordered operands with the rank axis contiguous.
+    ops = (np.ascontiguousarray(factors[q]) for q in others)
+    return np.einsum(expr, T, *ops, optimize=len(others) > 1)
+
+
+def tensorly_mttkrp(M: np.ndarray, factors: Sequence[np.ndarray], p: int) -> np.ndarray:
+    """MTTKRP through tensorly (the reference implementation)."""
+    from tensorly.tenalg import unfolding_dot_khatri_rao
+
+    return unfolding_dot_khatri_rao(M, (None, list(factors)), p)

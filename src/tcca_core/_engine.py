@@ -1,0 +1,555 @@
+"""One engine bound to one moment tensor: the cost model, the starts, the race, paths.
+
+:func:`choose_engine` resolves ``algorithm="auto"`` from :func:`engine_costs`;
+:class:`MomentEngine` holds M (dense engines, :mod:`._dense`) or its tensor-free
+operator (:class:`._tensors.ImplicitMoment`) and runs CP-ALS (:mod:`._als`) on it:
+the kind and number of starts (``init="auto"``, ``n_init="auto"``), their race by
+successive halving, the two-view SVD, and rank paths that share M, ||M||^2 and the
+exact HOSVD across ranks.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+
+from . import _dense
+from ._linalg import svd
+from ._sparse_moments import _prod, sparse_moment_cost
+from ._tensors import (
+    DENSE_MAX_BYTES,
+    ImplicitMoment,
+    WhitenedView,
+    _block_rows,
+    _dense_mode_grams,
+    _unfolding_plan,
+    _unfolding_slabs,
+    correlations,
+    mode_gram_costs,
+    norm_costs,
+)
+
+# Per-rank progress of long rank paths, under the name the pipeline's job logs and
+# docs have always shown.
+logger = logging.getLogger("tcca_core._tensors")
+
+__all__ = ["MomentEngine", "choose_engine", "engine_costs"]
+
+
+def _argmin_first(values: Sequence[float]) -> int:
+    """Index of the smallest value; a later one must be smaller beyond rounding."""
+    k = 0
+    for i, v in enumerate(values):
+        if v < values[k] * (1 - 1e-9):
+            k = i
+    return k
+
+
+# Sweeps assumed by the cost model; ALS on these problems typically needs tens.
+_COST_SWEEPS = 50
+
+#: Starts cheaper than this (flops, a few seconds) are always exact.
+_FREE_FLOPS = 1e11
+
+#: Flops that ``n_init="auto"`` may spend on restarts, and the most starts.
+_RESTART_FLOPS = 1e11
+_MAX_STARTS = 10
+
+
+def engine_costs(
+    N: int, dims: Sequence[int], rank: int, nnz: Sequence[float] | None = None
+) -> dict[str, float]:
+    """Estimated flops of a whole fit with each engine.
+
+    dense:    build + S * 2 * 2 r prod(d)   (S sweeps of two GEMMs over M: the
+                                            contraction with U_m serves m - 1 modes)
+              build = 2 N prod(d) for dense views, or the cheaper
+              :func:`sparse_moment_cost` when every view is sparse with ``nnz``
+              non-zeros per row on average
+    implicit: min(:func:`norm_costs`)       (||M||^2 by the cheapest exact route)
+              + S * 4 N r sum(d)            (per sweep: Y_p U_p and Y_p^T H for every p)
+    with S = 50 sweeps. Memory: dense needs 8 prod(d) bytes, implicit 8 m N r.
+    """
+    prod = _prod(dims)
+    sd = float(sum(dims))
+    build = 2.0 * N * prod
+    if nnz is not None:
+        build = min(build, sparse_moment_cost(N, dims, nnz))
+    dense = build + _COST_SWEEPS * 2 * 2 * rank * prod
+    norm = min(norm_costs(N, dims, nnz, sparse=nnz is not None).values())
+    implicit = norm + _COST_SWEEPS * 4.0 * N * rank * sd
+    return {"dense": dense, "implicit": implicit, "dense_bytes": 8 * prod}
+
+
+def choose_engine(
+    N: int,
+    dims: Sequence[int],
+    rank: int,
+    algorithm: str,
+    nnz: Sequence[float] | None = None,
+) -> str:
+    """Resolve ``algorithm="auto"`` with :func:`engine_costs`; refuse huge dense."""
+    costs = engine_costs(N, dims, rank, nnz)
+    if algorithm == "auto":
+        if costs["dense_bytes"] > DENSE_MAX_BYTES:
+            return "implicit"
+        return "dense" if costs["dense"] < costs["implicit"] else "implicit"
+    if algorithm in ("dense", "tensorly") and costs["dense_bytes"] > DENSE_MAX_BYTES:
+        gib = costs["dense_bytes"] / 1024**3
+        raise ValueError(
+            f"algorithm={algorithm!r} would build a "
+            f"{' x '.join(map(str, dims))} tensor ({gib:.1f} GiB, more than the "
+            f"{DENSE_MAX_BYTES / 1024**3:.0f} GiB allowed); use "
+            "algorithm='implicit', which gives the same answer without forming it"
+        )
+    return algorithm
+
+
+class MomentEngine:
+    """One engine bound to one moment tensor, reusable across ranks.
+
+    Building M (dense engines) or ||M||^2 (implicit engine) is done once, lazily,
+    so a grid of ranks (:meth:`decompose` called repeatedly) pays for it once.
+    """
+
+    def __init__(self, views: Sequence[WhitenedView], name: str):
+        self.views = list(views)
+        self.name = name
+        self.dims = [v.d for v in self.views]
+        self._M: np.ndarray | None = None
+        self._norm_sq: float | None = None
+        self._op = ImplicitMoment(self.views) if name == "implicit" else None
+        self._tree: dict = {}
+        self._mode_grams: list[np.ndarray] | None = None
+        self._hosvd: list[np.ndarray] | None = None
+
+    @classmethod
+    def choose(
+        cls, views: Sequence[WhitenedView], rank: int, algorithm: str
+    ) -> MomentEngine:
+        """Make the engine ``algorithm`` names, or the cost model's pick for "auto"."""
+        N = views[0].N
+        dims = [v.d for v in views]
+        sparse = all(v.sparse is not None for v in views)
+        nnz = [v.nnz_per_row for v in views] if sparse else None
+        return cls(views, choose_engine(N, dims, rank, algorithm, nnz))
+
+    @property
+    def M(self) -> np.ndarray:
+        if self._M is None:
+            # The reference route ("tensorly") builds M from dense input as given.
+            self._M = _dense.dense_moment(
+                self.views, exploit_sparsity=self.name != "tensorly"
+            )
+        return self._M
+
+    @property
+    def norm_sq(self) -> float:
+        if self._norm_sq is None:
+            if self._op is not None and self._mode_grams is not None:
+                # ||M||^2 = trace(M_(1) M_(1)^T), free once the HOSVD is done
+                self._norm_sq = float(np.trace(self._mode_grams[0]))
+            elif self._op is not None:
+                self._norm_sq = self._op.norm_sq()
+            else:
+                self._norm_sq = float(np.vdot(self.M, self.M))
+        return self._norm_sq
+
+    def mttkrp(self, factors: Sequence[np.ndarray], p: int) -> np.ndarray:
+        if self._op is not None:
+            return self._op.mttkrp(factors, p)
+        if self.name == "tensorly":
+            return _dense.tensorly_mttkrp(self.M, factors, p)
+        return _dense.dense_mttkrp(self.M, factors, p, cache=self._tree)
+
+    def residual_sq(self, factors: Sequence[np.ndarray]) -> float | None:
+        """||M - [[U_1, ..., U_m]]||_F^2 summed slab by slab, or None if unaffordable.
+
+        The Gram formula of ALS's error subtracts terms that can be far larger than
+        the result (:data:`._als.CANCELLATION`); this sums the residual's squares
+        over column slabs of the unfolding M_(f) (f the largest mode), so it has no
+        cancellation. O(prod(d) r) for a dense M, plus O(2 N prod(d)) to form the
+        slabs of an implicit one; no more than 64 MB of M at a time. None where even
+        a one-column slab would exceed that (:func:`_unfolding_plan`).
+        """
+        plan = _unfolding_plan(self.dims)
+        if plan is None:
+            return None
+        order, J = plan
+        d_f, d_2 = self.dims[order[0]], self.dims[order[1]]
+        if self._op is not None:
+            slabs = _unfolding_slabs(self.views)
+        else:
+            Mt = np.transpose(self.M, order)
+            slabs = (Mt[:, j : j + J].reshape(d_f, -1) for j in range(0, d_2, J))
+        r = factors[0].shape[1]
+        total = 0.0
+        for j, slab in zip(range(0, d_2, J), slabs, strict=True):
+            # the slab's columns run over (mode order[1] in j:j+J, order[2], ...),
+            # the first slowest, as the Khatri-Rao rows below
+            K = factors[order[1]][j : j + J]
+            for q in order[2:]:
+                K = (K[:, None, :] * factors[q][None, :, :]).reshape(-1, r)
+            R = slab - factors[order[0]] @ K.T
+            total += float(np.vdot(R, R))
+        return total
+
+    def mode_grams(self) -> list[np.ndarray]:
+        """M_(p) M_(p)^T for every mode (exact HOSVD), computed once."""
+        if self._mode_grams is None:
+            if self._op is not None:
+                self._mode_grams = self._op.mode_grams()
+            else:
+                self._mode_grams = _dense_mode_grams(self.M)
+        return self._mode_grams
+
+    def hosvd_bases(self) -> list[np.ndarray]:
+        """Return the exact HOSVD's bases (:func:`._als.hosvd_bases`), computed once."""
+        if self._hosvd is None:
+            from ._als import hosvd_bases
+
+            self._hosvd = hosvd_bases(self.mode_grams())
+        return self._hosvd
+
+    def correlations(self, factors: Sequence[np.ndarray]) -> np.ndarray:
+        """rho_k = (1/N) sum_n prod_p (Y_p U_p)[n, k] = <M, u_1k o ... o u_mk>.
+
+        With M built (dense engines), from M: one MTTKRP, O(r prod(d)), whatever N
+        (SecStr with 1.3M samples: 0.7 GFLOP instead of a pass over the data).
+        Otherwise by blocks of samples (:func:`correlations`). Same values to
+        rounding.
+        """
+        if self._M is None:
+            return correlations(self.views, factors)
+        B = _dense.dense_mttkrp(self._M, factors, 0)
+        return np.einsum("az,az->z", B, factors[0])
+
+    def init_cost(self) -> float:
+        """Flops of the exact HOSVD start (0 once the mode Grams exist)."""
+        if self._mode_grams is not None:
+            return 0.0
+        if self._op is None:
+            return 2.0 * _prod(self.dims) * sum(self.dims)
+        v = self.views
+        return min(
+            mode_gram_costs(
+                v[0].N,
+                self.dims,
+                [x.nnz_per_row for x in v],
+                sparse=all(x.sparse is not None for x in v),
+            ).values()
+        )
+
+    def sweep_cost(self, rank: int) -> float:
+        """Flops of one ALS sweep at ``rank``."""
+        if self._op is None:
+            return 4.0 * rank * _prod(self.dims)
+        return 4.0 * self.views[0].N * rank * sum(self.dims)
+
+    def auto_init(self, ranks: Sequence[int]) -> str:
+        """Return the start ``init="auto"`` means for a fit over ``ranks``.
+
+        The exact HOSVD (``"hosvd"``) when it costs no more than the ALS sweeps it
+        starts (``_COST_SWEEPS`` per rank, summed over a rank path, which shares
+        one HOSVD) or under ``_FREE_FLOPS``; otherwise the randomized sketch with
+        power iterations (``"svd"``). The exact start is the better one on every
+        case of the solver-quality battery (BENCHMARKS.md); the sketch is for
+        large implicit problems (KTCCA with N in the thousands at small r), where
+        the N x N Gram matrices of the exact start would cost more than the fit.
+        """
+        budget = _COST_SWEEPS * sum(self.sweep_cost(r) for r in set(ranks))
+        return "hosvd" if self.init_cost() <= max(budget, _FREE_FLOPS) else "svd"
+
+    def auto_n_init(self, rank: int) -> int:
+        """Return the number of starts ``n_init="auto"`` means at ``rank``.
+
+        As many as fit in ``_RESTART_FLOPS`` (a few seconds on one core) at
+        ``_COST_SWEEPS`` sweeps each, between 1 and ``_MAX_STARTS``. Small problems,
+        where ALS is cheap and the landscape can have many local minima (mfeat
+        with six views: starts end 0.82 to 0.86), get the restarts; large ones,
+        where the exact HOSVD start is within 0.1 % of the best of 14 starts on
+        every case of the battery, run once.
+        """
+        one = _COST_SWEEPS * self.sweep_cost(rank)
+        return int(min(max(_RESTART_FLOPS // max(one, 1.0), 1), _MAX_STARTS))
+
+    def _two_view(self, rank: int):
+        """Decompose M exactly when m = 2, by its truncated SVD.
+
+        M is a d_1 x d_2 matrix and its best rank-r approximation is the truncated
+        SVD (Eckart-Young), so no ALS is needed: the weights are the top r singular
+        values, the regularized canonical correlations.
+        """
+        if self._op is None:
+            M = self.M
+        else:
+            d2 = self.dims[1]
+            eye = np.eye(d2)
+            J = _block_rows(d2, 8 * self.views[0].N)  # N x J projections <= 64 MB
+            # mode 0's factor is never read by the MTTKRP for mode 0
+            M = np.hstack(
+                [
+                    self._op.mttkrp([None, eye[:, j : j + J]], 0)  # type: ignore[list-item]
+                    for j in range(0, d2, J)
+                ]
+            )
+        U, sv, Vt = svd(M)
+        norm_sq = float(np.sum(sv**2))
+        rest = float(np.sum(sv[rank:] ** 2))
+        err = np.sqrt(rest / norm_sq) if norm_sq > 0 else 0.0
+        return sv[:rank].copy(), [U[:, :rank], Vt[:rank].T.copy()], [float(err)]
+
+    def decompose(
+        self,
+        rank: int,
+        *,
+        init,
+        max_iter: int,
+        tol: float,
+        rng: np.random.Generator,
+        n_init: int | str = "auto",
+        linesearch: bool = True,
+        extra_starts: Sequence[list[np.ndarray]] = (),
+    ):
+        """Rank-``rank`` CP-ALS of M, the best of several starts.
+
+        The starts are ``init`` (``"auto"`` resolved by :meth:`auto_init`), then
+        ``n_init - 1`` (``"auto"``: :meth:`auto_n_init`, or 1 for given factors)
+        more of the same kind drawn from ``rng`` (randomized sketches after the
+        exact HOSVD or given factors), then the explicit factor lists of
+        ``extra_starts`` (a rank path's warm start); the fit with the lowest final
+        error is kept (ties within rounding: the earliest). With two
+        views, the exact truncated SVD replaces ALS (not for the "tensorly" route,
+        which is the paper's and runs parafac as it is).
+
+        Returns ``(weights, factors, info)`` with normalized, sign-fixed factors
+        sorted by weight, and ``info`` holding the engine, the start used,
+        iterations, convergence flag, the relative reconstruction errors and the
+        final error of every start.
+        """
+        from ._als import BREAKDOWN, broke_down, init_factors, normalize_cp
+
+        if len(self.dims) == 2 and self.name != "tensorly":
+            weights, factors, errors = self._two_view(rank)
+            weights, factors = normalize_cp(weights, factors)
+            info = {
+                "engine": self.name,
+                "init": "exact (two views: SVD)",
+                "n_iter": 0,
+                "converged": True,
+                "errors": errors,
+                "start_errors": errors[-1:],
+            }
+            return weights, factors, info
+        if isinstance(init, str) and init == "auto":
+            init = self.auto_init([rank])
+        if n_init == "auto":
+            n_init = self.auto_n_init(rank) if isinstance(init, str) else 1
+        # more starts of the same kind; the exact HOSVD (deterministic) and given
+        # factors are followed by randomized HOSVDs
+        more = init if isinstance(init, str) and init in ("svd", "random") else "svd"
+        starts = [init] + [more] * (max(int(n_init), 1) - 1) + list(extra_starts)
+        labels = [
+            st if isinstance(st, str) else "given" if i == 0 else "warm"
+            for i, st in enumerate(starts)
+        ]
+        U0s = [
+            init_factors(self.mttkrp, self.dims, rank, st, rng, hosvd=self.hosvd_bases)
+            for st in starts
+        ]
+        diverged, rise = False, None
+        if self.name == "tensorly":  # the reference: every start run in full
+            fits = [self._tensorly(rank, U0, max_iter, tol, linesearch) for U0 in U0s]
+            start_errors = [f[4][-1] if f[4] else np.inf for f in fits]
+            k = _argmin_first(start_errors)
+            best = (k, labels[k], fits[k])
+        else:
+            k, res, start_errors = self._race(U0s, max_iter, tol, linesearch)
+            kept, n_kept, trace, rise = res.kept()
+            fit = (res.weights, kept, n_kept, res.converged, trace)
+            best = (k, labels[k], fit)
+            diverged = res.diverged
+        _, label, (weights, factors, n_iter, converged, errors) = best
+        weights, factors = normalize_cp(weights, factors)
+        broke = broke_down(errors) or (
+            rise is not None and rise[3] > rise[1] * (1 + BREAKDOWN)
+        )
+        info = {
+            "engine": self.name,
+            "init": label,
+            "n_iter": n_iter,
+            # the stopping rule can fire on the plateau after a breakdown
+            "converged": converged and not broke,
+            "broke_down": broke,
+            "diverged": diverged,
+            "errors": errors,
+            "start_errors": start_errors,
+        }
+        if rise is not None:
+            info["rise"] = rise
+        return weights, factors, info
+
+    def _race(self, U0s, max_iter: int, tol: float, linesearch: bool):
+        """ALS from every start in ``U0s``, by successive halving.
+
+        All starts run a first burst of ``2 * WINDOW`` sweeps; then the better
+        half (by error) goes on for a burst twice as long, and so on until one is
+        left, which runs to the stopping rule. The runs are resumed, not
+        restarted, so the survivor's iterates are those of a single run from its
+        start. Several starts thus cost about two single fits instead of
+        ``len(U0s)``. Returns the survivor's index and result and, per start, the
+        error at which it left the race (the survivor's final error).
+        """
+        from ._als import WINDOW, cp_als
+
+        def run(U0=None, resume=None, upto=max_iter):
+            return cp_als(
+                self.mttkrp,
+                self.norm_sq,
+                U0,
+                max_iter=upto,
+                tol=tol,
+                linesearch=linesearch,
+                resume=resume,
+                residual_sq=self.residual_sq,
+            )
+
+        def last(res):  # the error of the iterate a fit would keep
+            return res.kept_error()
+
+        if len(U0s) == 1:
+            res = run(U0s[0])
+            return 0, res, [last(res)]
+        burst = 2 * WINDOW
+        pool = {i: run(U0, upto=min(burst, max_iter)) for i, U0 in enumerate(U0s)}
+        start_errors = [np.inf] * len(U0s)
+        while len(pool) > 1:
+            order = sorted(pool, key=lambda i: (last(pool[i]), i))
+            for i in order[(len(order) + 1) // 2 :]:
+                start_errors[i] = last(pool.pop(i))
+            burst *= 2
+            for i, res in pool.items():
+                if not (res.converged or res.diverged) and res.n_iter < max_iter:
+                    pool[i] = run(resume=res, upto=min(res.n_iter + burst, max_iter))
+        ((k, res),) = pool.items()
+        if not (res.converged or res.diverged) and res.n_iter < max_iter:
+            res = run(resume=res)
+        start_errors[k] = last(res)
+        return k, res, start_errors
+
+    def _tensorly(self, rank, U0, max_iter, tol, linesearch):
+        import tensorly as tl
+        from tensorly.decomposition import parafac
+
+        with tl.backend_context("numpy"), warnings.catch_warnings():
+            # tensorly advises against normalizing a given start; ours is the
+            # normalization of its own iterates, which it does regardless
+            warnings.filterwarnings(
+                "ignore", "It is not recommended to initialize", UserWarning
+            )
+            cp, errors = parafac(
+                self.M,
+                rank,
+                n_iter_max=max_iter,
+                init=tl.cp_tensor.CPTensor((np.ones(rank), U0)),
+                tol=tol,
+                linesearch=linesearch,
+                # unnormalized factors make the r x r solves depend on the column
+                # scales, which drift apart on degenerate fits (see _als); tensorly
+                # 0.10 fails on a matrix with it (a singular solve), so not for m = 2
+                normalize_factors=self.M.ndim > 2,
+                return_errors=True,
+            )
+        errors = [float(e) for e in errors]
+        n_iter = len(errors)
+        converged = bool(tol and n_iter >= 2 and abs(errors[-2] - errors[-1]) < tol)
+        return cp.weights, list(cp.factors), n_iter, converged, errors
+
+    def path(
+        self,
+        ranks: Sequence[int],
+        *,
+        init,
+        warm_start: bool,
+        random_state,
+        max_iter: int,
+        tol: float,
+        n_init: int | str = "auto",
+        linesearch: bool = True,
+    ) -> dict[int, tuple]:
+        """Decompose M at every rank; ``{r: (weights, factors, info, seconds)}``.
+
+        Each rank runs the starts of :meth:`decompose` from a generator seeded
+        afresh with an int ``random_state``, so it equals a standalone fit (a
+        Generator passed in cannot be re-seeded and is used in turn). ``"auto"`` is
+        resolved once for the whole path (:meth:`auto_init`), so every rank uses
+        the same kind of start. With ``warm_start`` the ranks are visited in
+        increasing order and the previous rank's solution plus the next columns of
+        ``init`` is one more start: the path's result at a rank is then never worse
+        than the standalone fit, and differs from it only where the warm start
+        found a lower error.
+        """
+        from time import perf_counter
+
+        from ._als import init_factors
+        from ._validation import as_generator
+
+        if isinstance(init, str) and init == "auto":
+            init = self.auto_init(ranks)
+        out = {}
+        previous = None
+        order = sorted(set(ranks)) if warm_start else list(dict.fromkeys(ranks))
+        rng = as_generator(random_state)
+        # the warm start's fresh columns come from a generator of their own, so
+        # that the other starts draw exactly what a standalone fit draws
+        warm_rng = rng
+        if not isinstance(random_state, np.random.Generator):
+            warm_rng = as_generator(random_state)
+        for r in order:
+            t = perf_counter()
+            if not isinstance(random_state, np.random.Generator):
+                rng = as_generator(random_state)
+            extra: list[list[np.ndarray]] = []
+            if warm_start and previous is not None and len(self.dims) > 2:
+                fresh = init_factors(
+                    self.mttkrp,
+                    self.dims,
+                    r,
+                    init,
+                    warm_rng,
+                    hosvd=self.hosvd_bases,
+                )
+                k = previous[0].shape[1]
+                extra = [
+                    [
+                        np.hstack([U, F[:, k:]])
+                        for U, F in zip(previous, fresh, strict=True)
+                    ]
+                ]
+            weights, factors, info = self.decompose(
+                r,
+                init=init,
+                max_iter=max_iter,
+                tol=tol,
+                rng=rng,
+                n_init=n_init,
+                linesearch=linesearch,
+                extra_starts=extra,
+            )
+            previous = [factors[0] * weights, *factors[1:]]
+            out[r] = (weights, factors, info, perf_counter() - t)
+            logger.info(
+                "rank %d (%d/%d): %d ALS sweeps, start %s, error %.6g, %.1f s%s",
+                r,
+                len(out),
+                len(order),
+                info["n_iter"],
+                info["init"],
+                info["errors"][-1] if info["errors"] else float("nan"),
+                out[r][3],
+                ", broke down" if info.get("broke_down") else "",
+            )
+        return out
