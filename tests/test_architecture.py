@@ -33,7 +33,9 @@ ALLOWED = {
     "model_selection": CORE | {"compose"},
     "datasets": {"_io"},
     "stats": set(),  # numpy and scipy only: the tests REPRODUCTION.md reports
-    "fit_cache": FACTS | CORE,  # rebuilds allow-listed estimators by name
+    "_cache_codec": FACTS | CORE,  # rebuilds allow-listed estimators by name
+    "_cache_auth": {"_io", "_cache_codec"},  # the fit cache's per-user HMAC key
+    "fit_cache": FACTS | CORE | {"_cache_codec", "_cache_auth"},
     "protocol": CORE | {"registry"},
     "reporting": FACTS | {"protocol.selection", "protocol.results"},
     "reproduction": FACTS | {"reporting"},
@@ -116,7 +118,6 @@ MAX_LINES = 650
 #: 5): drop a name here when its split lands, so that the rule covers it again.
 TOO_LONG = {
     "_dask.py",
-    "fit_cache.py",
     "pipeline/config.py",
     "pipeline/jobs.py",
     "protocol/run.py",
