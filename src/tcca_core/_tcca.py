@@ -124,39 +124,19 @@ def tcca_path(
 
     Returns one dict per rank (in the order of ``ranks``), as :func:`tcca`.
     """
+    # the signature is the one list of the solver's parameters: read them back
+    # from it rather than naming them again
+    given = locals()
     p = validate_params(
-        {
-            "eps": eps,
-            "max_iter": max_iter,
-            "tol": tol,
-            "init": init,
-            "n_init": n_init,
-            "linesearch": linesearch,
-            "random_state": random_state,
-            "algorithm": algorithm,
-            "center": center,
-        },
+        {k: given[k] for k in TCCA._parameter_constraints if k in given},
         TCCA._parameter_constraints,
     )
     eps, max_iter, tol = p["eps"], p["max_iter"], p["tol"]
     ranks, warm_start = check_ranks(ranks, init, warm_start)
-    if is_dask_views(views):  # every pass over the data as Dask tasks (issue #32)
+    if is_dask_views(views):  # every pass over the data as Dask tasks
         from . import _dask
 
-        return _dask.tcca_path(
-            views,
-            ranks,
-            eps=eps,
-            max_iter=max_iter,
-            tol=tol,
-            init=init,
-            n_init=n_init,
-            linesearch=linesearch,
-            warm_start=warm_start,
-            random_state=random_state,
-            algorithm=algorithm,
-            center=center,
-        )
+        return _dask.tcca_path(views, ranks, warm_start=warm_start, **p)
     views = check_views(views)
     N = views[0].shape[0]
     dims = [X.shape[1] for X in views]
@@ -373,20 +353,14 @@ class TCCA(
 
     def fit(self, views, y=None):
         """Fit on a list of views, each (n_samples, d_p), dense or scipy.sparse."""
-        out = tcca(
-            views,
-            self.n_components,
-            eps=self.eps,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            init=self.init,
-            n_init=self.n_init,
-            linesearch=self.linesearch,
-            random_state=self.random_state,
-            algorithm=self.algorithm,
-            center=self.center,
-        )
+        out = tcca(views, self.n_components, **self._path_params())
         return self._set_fitted(out)
+
+    def _path_params(self) -> dict:
+        """Return this estimator's parameters as :func:`tcca_path` takes them."""
+        params = self.get_params(deep=False)
+        del params["n_components"]
+        return params
 
     def transform(self, views, per_view: bool = False):
         """[Z_1 ... Z_m] with Z_p = (X_p - mean_p) W_p, stacked or as a list.
@@ -430,20 +404,7 @@ class TCCA(
         params = self.get_params(deep=False)
         # as a list: tcca_path would use up a generator before the zip below
         ranks, _ = check_ranks(ranks, self.init, warm_start)
-        outs = tcca_path(
-            views,
-            ranks,
-            eps=self.eps,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            init=self.init,
-            n_init=self.n_init,
-            linesearch=self.linesearch,
-            warm_start=warm_start,
-            random_state=self.random_state,
-            algorithm=self.algorithm,
-            center=self.center,
-        )
+        outs = tcca_path(views, ranks, warm_start=warm_start, **self._path_params())
         fitted = []
         for r, o in zip(ranks, outs, strict=True):
             est = clone(self).set_params(**{**params, "n_components": r})
