@@ -8,8 +8,9 @@
   ``fit_cache``; ``data_root`` and ``fit_cache`` may not lie in the published results;
 - a ``mirror`` that does not exist is an error, not a run that skips every data set.
 
-Unit tests of :mod:`tcca_core.pipeline.config`; the same checks run by Snakemake are
-in tests/test_pipeline_faults.py.
+Unit tests of :mod:`tcca_core.pipeline.config_schema` and
+:mod:`tcca_core.pipeline.locations`; the same checks run by Snakemake are in
+tests/test_pipeline_faults.py.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tcca_core.pipeline import config as wf_config
-from tcca_core.pipeline.config import ConfigError, path_problems, run_location
+from tcca_core.pipeline.config_schema import ConfigError, check_config_files, load_yaml
+from tcca_core.pipeline.locations import check_paths, path_problems, run_location
 
 BASE = {"seed": 0, "n_splits": 5, "r_grid": "paper", "data_root": "data"}
 QUICK = {**BASE, "n_splits": 2}
@@ -40,7 +41,7 @@ def test_a_key_given_twice_is_refused_naming_file_key_and_line(tmp_path):
         "n_splits: 5\n"
     )
     with pytest.raises(ConfigError) as err:
-        wf_config.load_yaml(f)
+        load_yaml(f)
     lines = str(err.value).splitlines()
     assert lines == [
         f"invalid config: {f}, line 5: duplicate key "
@@ -55,7 +56,7 @@ def test_keys_given_once_load_as_yaml_does(tmp_path):
     f = tmp_path / "ok.yaml"
     text = "a: 1\nb: {a: 2, c: [ {a: 3}, {a: 4} ]}\nbase: &x {k: 1}\nmore: {<<: *x, k: 2}\n"
     f.write_text(text)
-    assert wf_config.load_yaml(f) == {
+    assert load_yaml(f) == {
         "a": 1,
         "b": {"a": 2, "c": [{"a": 3}, {"a": 4}]},
         "base": {"k": 1},
@@ -67,16 +68,16 @@ def test_every_config_file_is_checked(tmp_path):
     good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
     good.write_text("n_splits: 2\n")
     bad.write_text("seed: 1\nseed: 2\n")
-    wf_config.check_config_files([good])
+    check_config_files([good])
     with pytest.raises(ConfigError, match=r"bad.yaml, line 2: duplicate key 'seed'"):
-        wf_config.check_config_files([good, bad])
+        check_config_files([good, bad])
 
 
 def test_the_repository_configs_have_no_duplicate_keys():
     repo = Path(__file__).resolve().parents[1]
     files = [*(repo / "config").glob("*.yaml"), repo / ".test/config/config.yaml"]
-    wf_config.check_config_files(files)
-    wf_config.load_yaml(repo / "workflow/schemas/config.schema.yaml")
+    check_config_files(files)
+    load_yaml(repo / "workflow/schemas/config.schema.yaml")
 
 
 # ------------------------------------------------------------------ folders
@@ -161,7 +162,7 @@ def test_a_mirror_that_does_not_exist_is_refused(tmp_path):
 def test_every_folder_problem_is_reported_at_once(tmp_path):
     cfg = {**BASE, "data_root": "/", "fit_cache": "results/tables", "mirror": "nope"}
     with pytest.raises(ConfigError) as err:
-        wf_config.check_paths(cfg, workdir=tmp_path, home=tmp_path / "home")
+        check_paths(cfg, workdir=tmp_path, home=tmp_path / "home")
     lines = str(err.value).splitlines()
     assert [line.split(":")[1].strip() for line in lines[:-1]] == [
         "data_root",

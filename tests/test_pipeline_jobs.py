@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from _scripts import load_script
-from tcca_core.pipeline import jobs
+from tcca_core.pipeline import data_job, fit_jobs, jobs, report_jobs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -45,7 +45,7 @@ def where(tmp_path_factory):
     mirror = tmp / "mirror"
     _fixture_writer().write(mirror)
     data = {"data_root": tmp / "data", "mirror": mirror}
-    jobs.draw_splits(SPLIT_CFG, tmp / "splits.json", **data)
+    fit_jobs.draw_splits(SPLIT_CFG, tmp / "splits.json", **data)
     return tmp, data
 
 
@@ -65,9 +65,9 @@ def fit_cfg(method, params=None, split="all"):
 
 def test_draw_splits(where):
     tmp, _ = where
-    subset, splits = jobs.load_splits(tmp / "splits.json")
+    subset, splits = fit_jobs.load_splits(tmp / "splits.json")
     assert len(splits) == 2 and splits[1].index == 1
-    _, one = jobs.load_splits(tmp / "splits.json", "1")
+    _, one = fit_jobs.load_splits(tmp / "splits.json", "1")
     assert [s.index for s in one] == [1]
     assert (one[0].labeled == splits[1].labeled).all()
     assert len(subset) > 0
@@ -76,7 +76,7 @@ def test_draw_splits(where):
 def test_a_fit_job_is_the_protocol_on_each_split(where):
     tmp, data = where
     out = tmp / "fits" / "tcca.csv"
-    res = jobs.run_fit_job(
+    res = fit_jobs.run_fit_job(
         fit_cfg("tcca", {"eps": [1.0]}), tmp / "splits.json", out, threads=3, **data
     )
     written = pd.read_csv(out)
@@ -84,7 +84,7 @@ def test_a_fit_job_is_the_protocol_on_each_split(where):
     assert set(written["split"]) == {0, 1} and set(written["r"]) == {2, 4}
     assert (written["threads"] == 3).all() and len(written) == len(res)
     # one split alone gives that split's rows
-    one = jobs.run_fit_job(
+    one = fit_jobs.run_fit_job(
         fit_cfg("tcca", {"eps": [1.0]}, split="1"),
         tmp / "splits.json",
         tmp / "fits" / "tcca1.csv",
@@ -104,10 +104,10 @@ def test_table_from_runs_keyed_by_setting_and_method(where):
     fits = []
     for method in ("bsf", "tcca"):
         path = tmp / "fits2" / f"{method}.csv"
-        jobs.run_fit_job(fit_cfg(method), tmp / "splits.json", path, **data)
+        fit_jobs.run_fit_job(fit_cfg(method), tmp / "splits.json", path, **data)
         fits.append(path)
     runs = tmp / "runs.csv"
-    jobs.gather_fits(fits, runs, tmp / "gather.log")
+    fit_jobs.gather_fits(fits, runs, tmp / "gather.log")
     benchmarks = []
     for method, seconds in (("bsf", 1.5), ("tcca", 4.0)):
         b = tmp / f"any_name_{method}.tsv"
@@ -128,7 +128,7 @@ def test_table_from_runs_keyed_by_setting_and_method(where):
         "columns": [{"setting": "linear2", "label": "two"}],
         "same_as": {"linear2": {}},
     }
-    record = jobs.build_table([runs], benchmarks, spec, out)
+    record = report_jobs.build_table([runs], benchmarks, spec, out)
     assert all(p.exists() for p in out.values())
     assert not list((tmp / "t").glob("*.part"))
     cost = pd.read_csv(out["cost"]).set_index("Method")
@@ -163,7 +163,7 @@ def test_prepare_data_skips_with_one_line_or_fails_when_strict(
     monkeypatch.setattr(datasets, "prepare", _unavailable)
     term = io.StringIO()
     status = tmp_path / "results" / "data" / "ads.json"
-    assert jobs.prepare_data("ads", status, data_root="d", terminal=term) == 0
+    assert data_job.prepare_data("ads", status, data_root="d", terminal=term) == 0
     line = term.getvalue()
     assert line.count("\n") == 1 and line.startswith("Skipping data set ads: ")
     assert "tried https://example.invalid/ad.zip (Connection refused" in line
@@ -171,11 +171,13 @@ def test_prepare_data_skips_with_one_line_or_fails_when_strict(
     doc = json.loads(status.read_text())
     assert doc == {"dataset": "ads", "available": False, "reason": line[23:].rstrip()}
     with pytest.raises(ValueError, match="'ads' was skipped in this run: cannot"):
-        jobs.read_status(status)
+        data_job.read_status(status)
     # strict: an error, and no status (the job fails)
     term = io.StringIO()
     other = tmp_path / "strict.json"
-    assert jobs.prepare_data("ads", other, data_root="d", strict=True, terminal=term)
+    assert data_job.prepare_data(
+        "ads", other, data_root="d", strict=True, terminal=term
+    )
     assert "cannot be obtained (strict: the run stops)" in term.getvalue()
     assert not other.exists()
 
@@ -190,7 +192,7 @@ def test_an_unwritable_data_root_fails_the_prepare_job_with_one_line(tmp_path):
     term = io.StringIO()
     status = tmp_path / "ads.json"
     root = blocker / "data"
-    assert jobs.prepare_data("ads", status, data_root=root, terminal=term) == 1
+    assert data_job.prepare_data("ads", status, data_root=root, terminal=term) == 1
     line = term.getvalue()
     assert line.count("\n") == 1 and line.startswith(
         "Data set ads cannot be prepared: "
@@ -201,8 +203,8 @@ def test_an_unwritable_data_root_fails_the_prepare_job_with_one_line(tmp_path):
 def test_prepare_data_writes_the_status_of_a_prepared_data_set(where, tmp_path):
     _, data = where
     status = tmp_path / "nuswide.json"
-    assert jobs.prepare_data("nuswide", status, **data) == 0
-    doc = jobs.read_status(status)
+    assert data_job.prepare_data("nuswide", status, **data) == 0
+    doc = data_job.read_status(status)
     assert doc["available"] and Path(doc["manifest"]).name == "manifest.json"
 
 
@@ -217,7 +219,7 @@ def test_fit_job_log_shows_the_solvers_progress_per_rank(where, tmp_path):
     handlers, level = root.handlers[:], root.level
     try:
         jobs.start_logging(tmp_path / "fit.log", "fit")
-        jobs.run_fit_job(
+        fit_jobs.run_fit_job(
             fit_cfg("tcca", {"eps": [1.0]}), tmp / "splits.json", tmp_path / "f.csv",
             **data,
         )  # fmt: skip

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tcca_core.pipeline import config as wf_config
+from tcca_core.pipeline.config_schema import check_schema
+from tcca_core.pipeline.config_settings import r_bound, setting_views
 from tcca_core.pipeline.plan import FitJob, SplitJob, build_plan, canonical
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,7 +31,7 @@ def checked(cfg: dict) -> dict:
     """The configuration as common.smk has it: schema checked, defaults filled in."""
     validate = pytest.importorskip("snakemake.utils").validate
     cfg = copy.deepcopy(cfg)
-    wf_config.check_schema(cfg, SCHEMA)
+    check_schema(cfg, SCHEMA)
     validate(cfg, schema=str(SCHEMA))
     return cfg
 
@@ -152,16 +153,16 @@ def test_views_are_resolved_once(tmp_path):
     assert plan.fit_job("nuswide", "linear2", "tcca", "all").views == [0, 1, 2]
     assert plan.split_params("nuswide", "kernel2")["views"] == [2, 1, 0]
     dcfg = cfg["datasets"]["nuswide"]
-    assert wf_config.setting_views(dcfg, dcfg["settings"]["kernel2"]) == [2, 1, 0]
+    assert setting_views(dcfg, dcfg["settings"]["kernel2"]) == [2, 1, 0]
 
 
 def test_the_r_bound_is_tccas(monkeypatch):
     """The configuration's r bound is _tcca.max_cp_rank, not a copy of its formula."""
     from tcca_core import _tcca
 
-    assert wf_config.r_bound("mfeat", ["tcca"], views=["zer", "mor"])[0] == 6
+    assert r_bound("mfeat", ["tcca"], views=["zer", "mor"])[0] == 6
     monkeypatch.setattr(_tcca, "max_cp_rank", lambda n, dims: (3, "fake"))
-    assert wf_config.r_bound("mfeat", ["tcca"], views=["zer", "mor"])[0] == 3
+    assert r_bound("mfeat", ["tcca"], views=["zer", "mor"])[0] == 3
 
 
 def test_strict_and_pending(tmp_path):

@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .config import check_config, run_location, setting_views
+from .config import check_config
+from .config_settings import setting_views
+from .locations import run_location
 
 __all__ = [
     "FitJob",
@@ -96,7 +98,7 @@ def canonical(job: Any) -> dict[str, Any]:
 
 @dataclass(frozen=True, kw_only=True)
 class SplitJob(_Params):
-    """What drawing one setting's splits needs (:func:`~.jobs.draw_splits`)."""
+    """What drawing one setting's splits needs (:func:`~.fit_jobs.draw_splits`)."""
 
     dataset: str
     setting: str
@@ -114,7 +116,7 @@ class SplitJob(_Params):
 
 @dataclass(frozen=True, kw_only=True)
 class FitJob(SplitJob):
-    """One fit job (:func:`~.jobs.run_fit_job`): a method on a split ("all": each)."""
+    """A fit job (:func:`~.fit_jobs.run_fit_job`): a method on a split ("all": each)."""
 
     method: str
     split: str
@@ -170,7 +172,7 @@ class Plan:
 
     #: the checked configuration, defaults filled in (the summary's provenance)
     config: dict
-    #: where the run writes (:func:`~.config.run_location`)
+    #: where the run writes (:func:`~.locations.run_location`)
     run: dict
     #: data set -> setting name -> :class:`Setting`
     settings: dict[str, dict[str, Setting]]
@@ -343,7 +345,7 @@ class Plan:
         return [job["benchmark"] for job in self.table_jobs(table)]
 
     def table_params(self, table: str) -> dict[str, Any]:
-        """Return a table's specification for :func:`~.jobs.build_table`."""
+        """Return a table's specification for :func:`~.report_jobs.build_table`."""
         tcfg = self.config["tables"][table]
         dataset = tcfg["dataset"]
         return sorted_keys(
@@ -544,7 +546,7 @@ def build_plan(
         The merged configuration, schema defaults filled in.
     base : mapping or None
         The base configuration file alone, defaults filled in (which decides
-        whether this is the full configuration: :func:`~.config.run_location`).
+        whether this is the full configuration: :func:`~.locations.run_location`).
     overlays : iterable of path-like
         The ``--configfile`` files, in order.
     workdir : path-like
@@ -554,7 +556,7 @@ def build_plan(
     ------
     ConfigError
         Every problem of :func:`~.config.check_config` and
-        :func:`~.config.run_location`, naming the key.
+        :func:`~.locations.run_location`, naming the key.
     """
     run = run_location(config, base, list(overlays), workdir=workdir)
     resolved = check_config(config)
