@@ -18,7 +18,7 @@ import pytest
 from tcca_core.fit_cache import FitCache
 from tcca_core.pipeline import jobs
 from tcca_core.protocol import make_splits, run_method
-from tcca_core.protocol.run import Fit
+from tcca_core.protocol.plugin import Fit
 from tcca_core.registry import METHODS, MethodSpec, register
 
 FITS: list[float] = []  # the toy fits actually computed (cache misses)

@@ -683,3 +683,27 @@ def test_solver_start_options_reach_the_path(data, method, monkeypatch):
     df = run_method(views, y, splits[0], method, r_grid=[2, 3], params=params, **kw)
     assert seen == [(True, 3)]
     assert all(json.loads(p)["warm_start"] is True for p in df["params"])
+
+
+def test_the_runner_contract_stands_apart_from_run_method():
+    """Runners import the contract (protocol.plugin), which knows nothing of
+    run_method's machinery; the old homes of its names still import (issue #30)."""
+    import ast
+    from pathlib import Path
+
+    import tcca_core.protocol as protocol
+    from tcca_core.protocol import measure, plugin, run, runners
+
+    for module in (plugin, measure):
+        tree = ast.parse(Path(module.__file__).read_text())
+        relative = {
+            n.module
+            for n in ast.walk(tree)
+            if isinstance(n, ast.ImportFrom) and n.level
+        }
+        assert relative <= {"kernels", "measure"}, (module.__name__, relative)
+    for name in ("Fit", "Inputs", "Rep"):
+        assert getattr(run, name) is getattr(plugin, name) is getattr(runners, name)
+    assert protocol._measure is run._measure is measure._measure
+    assert protocol._add_costs is measure._add_costs
+    assert protocol._Run is run._Run

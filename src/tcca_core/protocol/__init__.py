@@ -9,7 +9,8 @@ Rows are samples throughout. The protocol is four layers, one module each:
   over its own validation grid (kNN's k, RLS's gamma).
 - :mod:`~tcca_core.protocol.runners`: one runner per method of the registry
   (:data:`tcca_core.registry.METHODS`), driven by :func:`run_method`
-  (:mod:`~tcca_core.protocol.run`), which fits one dimension-reduction method (or a
+  (:mod:`~tcca_core.protocol.run`; the runners' contract is
+  :mod:`~tcca_core.protocol.plugin`), which fits one dimension-reduction method (or a
   baseline without one), sweeps r and every parameter of the method's grid, trains
   the learner on the labeled rows only and scores validation and test. It returns a
   tidy table (:mod:`~tcca_core.protocol.results`), one row per (method, split, r,
@@ -97,7 +98,8 @@ _HOME = {
     ),
     **dict.fromkeys(("RESULT_COLUMNS",), ".results"),
     **dict.fromkeys(("_Context", "_Out"), ".learners"),
-    **dict.fromkeys(("run_method", "_Run", "_measure", "_add_costs"), ".run"),
+    **dict.fromkeys(("run_method", "_Run"), ".run"),
+    **dict.fromkeys(("_measure", "_add_costs"), ".measure"),
     **dict.fromkeys(("select", "select_per_split", "accuracy_by_r"), ".selection"),
 }
 

@@ -1,10 +1,10 @@
 """The method runners: how each method of the registry fits and represents the rows.
 
 Rows are samples throughout. A runner is ``runner(data, points)``: ``data`` is the
-:class:`~tcca_core.protocol.run.Inputs` of one :func:`~tcca_core.protocol.run_method`
+:class:`~tcca_core.protocol.plugin.Inputs` of one :func:`~tcca_core.protocol.run_method`
 call (features, fit rows, evaluated rows, seed, r grid, kernels; never labels) and
 ``points`` the method's grid points (dicts of parameter values). It yields
-:class:`~tcca_core.protocol.run.Fit` units, each a fit of the DR step (features
+:class:`~tcca_core.protocol.plugin.Fit` units, each a fit of the DR step (features
 only) and the representation of the evaluated rows it gives at each r.
 :func:`~tcca_core.protocol.run_method` does the rest: caching and measuring the fits,
 capping r, the learner, the scores and the rows. Each
@@ -24,7 +24,7 @@ from ..baselines._cca import CCA, KCCA, kernel_eigen, view_pairs
 from ..baselines._cca_ls import CCALS
 from ..baselines._single import concatenate_views, l2_normalize_rows, normalize_kernel
 from ..kernels import center_kernel
-from .run import Fit, Inputs, Rep
+from .plugin import Fit, Inputs, Rep
 
 __all__ = [
     "run_avg",
