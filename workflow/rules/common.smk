@@ -1,13 +1,10 @@
 # The configuration's checks and the run's plan. No rules here: every fact the rules
 # use (paths, settings, jobs and their parameters) is resolved once, by
-# tcca_core.pipeline.plan.build_plan, and only looked up here (PLAN).
-#
-# The configuration is checked before any job runs, each problem failing with
-# "invalid config: <key>: <what is wrong>" (tcca_core.pipeline.config): its files for
-# keys given twice (Snakemake keeps the last), the JSON schema with the registry's
-# names (one line per problem), Snakemake's validation (which fills in the defaults),
-# the folders (symbolic links resolved), then cross-references, options, r grids and
-# the values only the data sets' facts exclude (build_plan).
+# tcca_core.pipeline.plan.build_plan, and only looked up here (PLAN). The checks run
+# before any job ("invalid config: <key>: <what is wrong>"): keys given twice, the
+# JSON schema with the registry's names, Snakemake's validation (it fills in the
+# defaults), the folders (links resolved), then cross-references, options, r grids
+# and the values only the data sets' facts exclude (build_plan).
 
 import functools
 import inspect
@@ -32,8 +29,7 @@ wf_config.check_paths(config)
 
 
 def _base_config():
-    """The base configuration file alone, defaults filled in; {} when it cannot be
-    read (the run then counts as not the full one)."""
+    """The base configuration alone, defaults in; {} if unreadable (not the full run)."""
     try:
         base = wf_config.load_yaml(_BASE_CONFIG) or {}
         validate(base, schema="../schemas/config.schema.yaml")
@@ -137,11 +133,8 @@ def final_outputs(wildcards):
     set found bad when prepared drops out of the plan when it ends."""
     dry_run_note()
     tables = PLAN.tables_of(usable_datasets())
-    if not tables:
-        return PLAN.status_files(data_routes())
-    return (
-        PLAN.table_outputs(tables) + [PLAN.summary] + PLAN.status_files(data_routes())
-    )
+    outputs = PLAN.table_outputs(tables) + [PLAN.summary] if tables else []
+    return outputs + PLAN.status_files(data_routes())
 
 
 def summary_inputs(wildcards):
