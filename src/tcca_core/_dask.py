@@ -278,7 +278,7 @@ class _Sources:
         self.keys = keys
 
 
-#: Largest recipe (pickled bytes) of one chunk that a task makes inline.
+#: Largest recipe (dask.sizeof bytes) of one chunk that a task makes inline.
 INLINE_MAX_BYTES = 1 << 20
 
 
@@ -286,13 +286,12 @@ def _inline_sources(arrays: Sequence) -> list[_Sources] | None:
     """Per row chunk, the small graph that makes chunk k of every view, or None.
 
     None when some chunk's graph holds data (a NumPy array given to
-    ``from_array``, over ``INLINE_MAX_BYTES`` pickled) or results that live on
-    the workers (persisted views): those chunks stay task dependencies.
+    ``from_array``, over ``INLINE_MAX_BYTES`` by ``dask.sizeof``) or results that
+    live on the workers (persisted views): those chunks stay task dependencies.
     """
-    import pickle
-
     from dask.core import flatten
     from dask.optimization import cull
+    from dask.sizeof import sizeof
 
     per_view = []
     for X in arrays:
@@ -301,24 +300,24 @@ def _inline_sources(arrays: Sequence) -> list[_Sources] | None:
         keys = list(flatten(Xo.__dask_keys__()))
         subs = []
         for key in keys:
-            sub, _ = cull(graph, [key])
+            try:
+                sub, _ = cull(graph, [key])
+            except KeyError:  # a graph whose keys cull cannot follow: let Dask run it
+                return None
             for node in sub.values():
                 value = getattr(node, "value", None)
                 if type(value).__module__.partition(".")[0] == "distributed":
                     return None  # a Future: the chunk is in a worker's memory
-            try:
-                if len(pickle.dumps(sub)) > INLINE_MAX_BYTES:
-                    return None
-            except Exception:  # unpicklable recipe: let Dask handle it
+            if sizeof(sub) > INLINE_MAX_BYTES:  # holds data, not only a recipe
                 return None
             subs.append((sub, key))
         per_view.append(subs)
     out = []
     for k in range(len(per_view[0])):
-        graph: dict = {}
+        merged: dict = {}
         for subs in per_view:
-            graph.update(subs[k][0])
-        out.append(_Sources(graph, [subs[k][1] for subs in per_view]))
+            merged.update(subs[k][0])
+        out.append(_Sources(merged, [subs[k][1] for subs in per_view]))
     return out
 
 
