@@ -143,6 +143,7 @@ def build_table(
         [out["accuracy_png"], out["accuracy_pdf"]],
         title=accuracy_title,
         same_as=same_as,
+        paper=paper,
     )
     reporting.plot_cost(
         reporting.cost_by_r(runs),
