@@ -59,7 +59,7 @@ from ._dask_chunks import (
     _tree_sum,
     view_statistics,
 )
-from ._engine import MomentEngine
+from ._engine import MomentEngine, fit_ranks
 from ._linalg import inv_sqrt_psd, svd
 from ._tensors import (
     _prod,
@@ -442,7 +442,7 @@ def tcca_path(
     """
     from . import _als
     from ._tcca import max_cp_rank
-    from ._validation import check_n_components, named_als_failure
+    from ._validation import check_n_components
 
     if algorithm not in ("auto", "implicit"):
         raise ValueError(
@@ -474,31 +474,31 @@ def tcca_path(
     engine = DaskEngine(
         [DaskView(X, mu, W) for X, mu, W in zip(views, means, whiteners, strict=True)]
     )
-    setup_s = perf_counter() - t_setup
-    with named_als_failure("TCCA", max(ranks)):
-        fits = engine.path(
-            ranks,
-            init=init,
-            warm_start=warm_start,
-            random_state=random_state,
-            max_iter=max_iter,
-            tol=tol,
-            n_init=n_init,
-            linesearch=linesearch,
-        )
-    out = {}
-    for r, (weights, factors, info, seconds) in fits.items():
-        out[r] = {
+    fits = fit_ranks(
+        engine,
+        "TCCA",
+        ranks,
+        perf_counter() - t_setup,
+        init=init,
+        warm_start=warm_start,
+        random_state=random_state,
+        max_iter=max_iter,
+        tol=tol,
+        n_init=n_init,
+        linesearch=linesearch,
+    )
+    out = {
+        r: {
             "means": means,
             "whiteners": whiteners,
-            "factors": factors,
-            "projections": [W @ U for W, U in zip(whiteners, factors, strict=True)],
-            "weights": weights,
-            "correlations": engine.correlations(factors),
-            "fit_seconds": setup_s + seconds,
+            "projections": [
+                W @ U for W, U in zip(whiteners, fit["factors"], strict=True)
+            ],
             "swamped": swamped,
-            **info,
+            **fit,
         }
+        for r, fit in fits.items()
+    }
     return [out[r] for r in ranks]
 
 

@@ -36,7 +36,7 @@ from ._tensors import (
 # docs have always shown.
 logger = logging.getLogger("tcca_core._tensors")
 
-__all__ = ["MomentEngine", "choose_engine", "engine_costs"]
+__all__ = ["MomentEngine", "choose_engine", "engine_costs", "fit_ranks"]
 
 
 def _argmin_first(values: Sequence[float]) -> int:
@@ -553,3 +553,28 @@ class MomentEngine:
                 ", broke down" if info.get("broke_down") else "",
             )
         return out
+
+
+def fit_ranks(engine: MomentEngine, name: str, ranks, setup_s: float, **solver):
+    """Fit every rank of ``ranks`` on ``engine``: the rank path of TCCA and KTCCA.
+
+    ``solver`` are :meth:`MomentEngine.path`'s keywords. Returns ``{r: dict}``
+    with the factors, weights, correlations rho_k of the training data (Theorem 1,
+    exact for every k), the fit's seconds (its own ALS plus the shared
+    ``setup_s``; the lazy build of M or ||M||^2 falls in the first rank's share)
+    and the engine's info; each estimator adds its own projections.
+    """
+    from ._validation import named_als_failure
+
+    with named_als_failure(name, max(ranks)):
+        fits = engine.path(ranks, **solver)
+    return {
+        r: {
+            "factors": factors,
+            "weights": weights,
+            "correlations": engine.correlations(factors),
+            "fit_seconds": setup_s + seconds,
+            **info,
+        }
+        for r, (weights, factors, info, seconds) in fits.items()
+    }

@@ -23,7 +23,7 @@ import scipy.linalg as sla
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from ._als import warn_unconverged
-from ._engine import MomentEngine
+from ._engine import MomentEngine, fit_ranks
 from ._multiview import HighOrderCorrelationMixin
 from ._tcca import SOLVER_CONSTRAINTS, check_ranks, is_dask_views, max_cp_rank
 from ._tensors import WhitenedView
@@ -33,7 +33,6 @@ from ._validation import (
     check_n_components,
     check_varying,
     check_views,
-    named_als_failure,
     validate_params,
 )
 from .kernels import ViewKernel, center_cross_kernel, center_kernel
@@ -186,36 +185,33 @@ def ktcca_path(
         Ls.append(L)
         wviews.append(WhitenedView(Y))
     engine = MomentEngine.choose(wviews, max(ranks), algorithm)
-    setup_s = perf_counter() - t_setup
-    with named_als_failure("KTCCA", max(ranks)):
-        fits = engine.path(
-            ranks,
-            init=init,
-            warm_start=warm_start,
-            random_state=random_state,
-            max_iter=max_iter,
-            tol=tol,
-            n_init=n_init,
-            linesearch=linesearch,
-        )
-    out = {}
-    for r, (weights, factors, info, seconds) in fits.items():
-        out[r] = {
+    # the shared kernels and Cholesky factors count in every rank's seconds
+    fits = fit_ranks(
+        engine,
+        "KTCCA",
+        ranks,
+        perf_counter() - t_setup,
+        init=init,
+        warm_start=warm_start,
+        random_state=random_state,
+        max_iter=max_iter,
+        tol=tol,
+        n_init=n_init,
+        linesearch=linesearch,
+    )
+    out = {
+        r: {
             "kernels": vkernels,
             "center_stats": stats_all,
             "cholesky": Ls,
-            "factors": factors,
             "dual_coef": [
                 sla.solve_triangular(L, B, lower=False)
-                for L, B in zip(Ls, factors, strict=True)
+                for L, B in zip(Ls, fit["factors"], strict=True)
             ],
-            "weights": weights,
-            "correlations": engine.correlations(factors),
-            # Own ALS plus the shared kernels and Cholesky factors; the lazy
-            # ||S||^2 (or S itself) falls in the first rank's share.
-            "fit_seconds": setup_s + seconds,
-            **info,
+            **fit,
         }
+        for r, fit in fits.items()
+    }
     return [out[r] for r in ranks]
 
 

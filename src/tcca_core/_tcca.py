@@ -20,7 +20,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from ._als import swamped_message, warn_unconverged
-from ._engine import MomentEngine
+from ._engine import MomentEngine, fit_ranks
 from ._linalg import LinearProjectionMixin, column_mean, covariance, inv_sqrt_psd
 from ._multiview import HighOrderCorrelationMixin
 from ._tensors import WhitenedView
@@ -33,7 +33,6 @@ from ._validation import (
     check_positive_int,
     check_varying,
     check_views,
-    named_als_failure,
     validate_params,
 )
 
@@ -159,34 +158,31 @@ def tcca_path(
         WhitenedView(X, mu, W) for X, mu, W in zip(views, means, whiteners, strict=True)
     ]
     engine = MomentEngine.choose(wviews, max(ranks), algorithm)
-    setup_s = perf_counter() - t_setup
-    with named_als_failure("TCCA", max(ranks)):
-        fits = engine.path(
-            ranks,
-            init=init,
-            warm_start=warm_start,
-            random_state=random_state,
-            max_iter=max_iter,
-            tol=tol,
-            n_init=n_init,
-            linesearch=linesearch,
-        )
-    out = {}
-    for r, (weights, factors, info, seconds) in fits.items():
-        out[r] = {
+    fits = fit_ranks(
+        engine,
+        "TCCA",
+        ranks,
+        perf_counter() - t_setup,
+        init=init,
+        warm_start=warm_start,
+        random_state=random_state,
+        max_iter=max_iter,
+        tol=tol,
+        n_init=n_init,
+        linesearch=linesearch,
+    )
+    out = {
+        r: {
             "means": means,
             "whiteners": whiteners,
-            "factors": factors,
-            "projections": [W @ U for W, U in zip(whiteners, factors, strict=True)],
-            "weights": weights,
-            # rho_k of the projected training data (Theorem 1), exact for every k.
-            "correlations": engine.correlations(factors),
-            # Own ALS plus the shared whitening; the lazy build of M (or ||M||^2)
-            # falls in the first rank's share.
-            "fit_seconds": setup_s + seconds,
+            "projections": [
+                W @ U for W, U in zip(whiteners, fit["factors"], strict=True)
+            ],
             "swamped": swamped,
-            **info,
+            **fit,
         }
+        for r, fit in fits.items()
+    }
     return [out[r] for r in ranks]
 
 
