@@ -10,7 +10,7 @@
 # Config keys read (all optional): data_root (default "data"), mirror (none),
 # offline (false), strict (false), results_dir (default "results"). Self-contained,
 # so it also runs on its own, e.g.
-#   snakemake -s workflow/rules/data.smk --cores 1 --config mirror=../shared/data \
+#   snakemake -s workflow/rules/data.smk --cores 1 --config mirror=/path/to/copies \
 #       results/data/ads.json
 
 import json as _data_json

@@ -11,7 +11,7 @@ prepares the views into ``<root>/prepared/<name>/`` (``views.npz`` +
 ``manifest.json``) and returns a :class:`Dataset`. Later calls read the prepared
 files directly. The same preparation runs from the command line::
 
-    python -m tcca_core.datasets prepare ads --root data --mirror ../shared/data
+    python -m tcca_core.datasets prepare ads --root data --mirror /path/to/copies
 
 ======================  ==========  =================================  ===========
 name                    samples     views (dims)                       labels
