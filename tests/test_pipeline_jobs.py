@@ -232,3 +232,17 @@ def test_fit_job_log_shows_the_solvers_progress_per_rank(where, tmp_path):
     log = (tmp_path / "fit.log").read_text()
     assert "tcca_core._tensors: rank 2 (1/2):" in log and "rank 4 (2/2):" in log
     assert "ALS sweeps" in log
+
+
+def test_settings_with_one_subset_size_share_its_rows(where):
+    # kernel settings that differ only in their labeled draws work on one subset,
+    # so a transductive fit on it is one fit (the paper's "a random subset")
+    tmp, data = where
+    subsets = {}
+    for name, per_class, size in [("k1", 1, 120), ("k2", 2, 120), ("s", 1, 130)]:
+        cfg = {**SPLIT_CFG, "setting": name, "per_class": per_class, "subset": size}
+        cfg.update(pool=None, fit_on="all")
+        fit_jobs.draw_splits(cfg, tmp / f"splits_{name}.json", **data)
+        subsets[name] = fit_jobs.load_splits(tmp / f"splits_{name}.json")[0]
+    assert list(subsets["k1"]) == list(subsets["k2"])
+    assert len(subsets["s"]) == 130 and set(subsets["s"]) != set(subsets["k1"])
