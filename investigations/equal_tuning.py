@@ -17,10 +17,23 @@ beside the paper-protocol one. BSF, CAT, DSE and SSMVD keep their own parameters
 are the published cells. Then the paper's claims are re-judged on the equal-tuning
 cells with the same checks as REPRODUCTION.md (:data:`tcca_core.reproduction.CLAIMS`).
 A column where one of the tuned paper methods was not run is left out of the
-verdicts (and said so). Commands::
+verdicts (and said so).
+
+Over 30 draws (issue #34): 5 splits give the central comparison, TCCA against each
+CCA method under equal tuning, no interval. Where the draws have been fitted
+(``investigations/configs/equal_tuning_draws30.yaml``: the other eps values on draws
+5-29; eps = 1e-2 there comes from ``results/draws30/``, the variance investigation's
+run), :func:`tuned_draws` selects (eps, r) on validation per draw exactly as above,
+and :func:`draw_pairs` gives, per cell, TCCA minus each CCA method over the same
+draws: the paired t interval, the paired t test, Holm's adjustment over the family
+of those comparisons and simultaneous (Bonferroni) intervals (the table of
+``variance.py``, :func:`variance.family_table`). Without those runs the table is left
+out and the output says so. Commands::
 
     snakemake --cores 2 --configfile investigations/configs/equal_tuning.yaml -- \\
         results/equal_tuning/fits/ads/l100/{cca_bst,cca_avg,cca_ls,tcca}/splitall.csv
+    snakemake --cores 2 --configfile investigations/configs/equal_tuning_draws30.yaml \\
+        -- results/equal_tuning_draws30/fits/ads/l100/tcca/split{5..29}.csv ...
     python investigations/equal_tuning.py
 
 Every number comes from the fit files and results/summary.json; nothing is typed by
@@ -36,11 +49,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from _common import published_parser, read_fits, save
+from variance import _GRID_POINT, check_same_splits, family_table, shown
 
 from tcca_core.protocol import accuracy_by_r, select, select_per_split
 from tcca_core.registry import METHODS
 from tcca_core.reporting import format_pm
 from tcca_core.reproduction import CLAIMS
+from tcca_core.stats import paired_interval
 
 #: The tables of the paper's linear, eps-regularized experiments.
 TABLES = ("secstr", "ads")
@@ -49,6 +64,11 @@ TUNED = ("cca_bst", "cca_avg", "cca_ls", "tcca", "tcca_nc")
 #: The claims that depend on the accuracies (the cost claim does not change with
 #: the tables' numbers and is judged in REPRODUCTION.md only).
 REJUDGED = (0, 1, 2, 3, 5)
+#: Over 30 draws: (table, dataset, setting), and the comparisons (A - B) per cell.
+DRAW_CELLS = (("secstr", "secstr", "84k"), ("ads", "ads", "l100"))
+DRAW_PAIRS = tuple(("tcca", b) for b in ("cca_bst", "cca_avg", "cca_ls"))
+#: The heading of the 30-draw table (REPRODUCTION.md's prose looks for it).
+DRAWS_HEADING = "Equal tuning over 30 draws: TCCA against each CCA method"
 
 
 def joined(published: Path, overlay: Path, dataset: str, setting: str, method: str):
@@ -232,6 +252,122 @@ def statements(table: pd.DataFrame) -> list[str]:
     return out
 
 
+def tuned_draws(
+    runs: dict[str, Path], dataset: str, setting: str, method: str
+) -> tuple[pd.Series | None, int]:
+    """Test accuracy (%) per draw at the (eps, r) validation picks from all of eps.
+
+    ``runs``: ``published`` (eps = 1e-2, the first draws), ``draws`` (eps = 1e-2,
+    the later draws), ``overlay`` (the other eps, the first draws) and
+    ``overlay_draws`` (the other eps, the later draws). The first draws are the
+    published run's splits (their count, n); the later ones are read from draw n on,
+    so that a run holding all draws is not counted twice. Returns the series (index:
+    draw) of the draws that have every eps of the grid, and how many draws were left
+    out for lacking some; None when a run has no rows for the cell.
+    """
+    n_pub = check_same_splits(runs["published"], runs["draws"], dataset, setting)
+    check_same_splits(runs["published"], runs["overlay_draws"], dataset, setting)
+    cell = f"{dataset}/{setting}/{method}"
+    parts = {k: read_fits(folder, cell) for k, folder in runs.items()}
+    if any(v is None for v in parts.values()):
+        return None, 0
+    first = {"published", "overlay"}
+    frames = {
+        k: df[df["split"] < n_pub] if k in first else df[df["split"] >= n_pub]
+        for k, df in parts.items()
+    }
+    eps_a = set(np.round(pd.concat([frames["published"], frames["draws"]])["eps"], 12))
+    eps_b = set(
+        np.round(pd.concat([frames["overlay"], frames["overlay_draws"]])["eps"], 12)
+    )
+    if eps_a & eps_b:
+        raise SystemExit(
+            f"{cell}: eps {sorted(eps_a & eps_b)} is in both the published draws and "
+            "the overlay's; the overlay must fit only the values the published lack"
+        )
+    rows = pd.concat(frames.values(), ignore_index=True)
+    rows = rows.drop_duplicates([c for c in _GRID_POINT if c in rows.columns])
+    grid = set(np.round(rows["eps"], 12))
+    full = rows.groupby("split")["eps"].agg(lambda e: set(np.round(e, 12)) == grid)
+    left_out = int((~full).sum())
+    rows = rows[rows["split"].isin(full[full].index)]
+    if rows.empty:
+        return None, left_out
+    sel = select_per_split(rows, by=["method"])
+    acc = pd.Series(100 * sel["test_acc"].to_numpy(), index=sel["split"].to_numpy())
+    return acc, left_out
+
+
+def draw_pairs(runs: dict[str, Path]) -> tuple[pd.DataFrame, list[str]]:
+    """TCCA minus each CCA method per draw under equal tuning, with their tests.
+
+    One row per cell and comparison (:data:`DRAW_PAIRS`) over the draws both
+    methods have; Holm's adjustment is over all of the table's comparisons. Also
+    returns a note per method that had draws left out (an eps not yet fitted).
+    """
+    rows, intervals, notes = [], [], []
+    if not (runs["draws"].is_dir() and runs["overlay_draws"].is_dir()):
+        return family_table(rows, intervals), notes
+    summary = json.loads((runs["published"] / "summary.json").read_text())
+    for table, dataset, setting in DRAW_CELLS:
+        t = summary["tables"].get(table)
+        if t is None:
+            continue
+        label = next(c["label"] for c in t["columns"] if c["setting"] == setting)
+        acc = {}
+        for m in {m for pair in DRAW_PAIRS for m in pair}:
+            series, left_out = tuned_draws(runs, dataset, setting, m)
+            if left_out:
+                notes.append(
+                    f"{table} {label}, {METHODS[m].label}: {left_out} draws without "
+                    "every eps, left out"
+                )
+            if series is not None:
+                acc[m] = series
+        for a, b in DRAW_PAIRS:
+            if a not in acc or b not in acc:
+                continue
+            common = acc[a].index.intersection(acc[b].index)
+            if len(common) < 2:
+                continue
+            rows.append(
+                {
+                    "cell": f"{table} {label}",
+                    "A - B": f"{METHODS[a].label} - {METHODS[b].label}",
+                }
+            )
+            intervals.append(
+                paired_interval(
+                    acc[a].loc[common].to_numpy(), acc[b].loc[common].to_numpy()
+                )
+            )
+    return family_table(rows, intervals), sorted(notes)
+
+
+def draws_text(pairs: pd.DataFrame, notes: list[str]) -> str:
+    """The 30-draw section of the output ("" when no draw beyond 5 was fitted)."""
+    if pairs.empty or int(pairs["_n"].max()) <= 5:
+        return (
+            "Over 30 draws: not run yet (the overlay "
+            "`investigations/configs/equal_tuning_draws30.yaml`, module docstring).\n"
+        )
+    m = len(pairs)
+    return (
+        f"#### {DRAWS_HEADING}\n\n"
+        "Equal tuning as above, per draw: eps and r chosen on validation from the "
+        "whole eps grid; draws 0-4 are the published splits. Paired differences "
+        "over the same draws; p: the paired t test; Holm p: Holm's adjustment over "
+        f"the {m} comparisons of this table; simultaneous 95 % CI: Bonferroni, "
+        f"covering all {m} together; after Holm: the direction where Holm p < 0.05. "
+        "Every draw takes its rows from one fixed pool (the test sets overlap), so "
+        "the intervals speak of the draw of the labeled rows on this data set, not of "
+        "new data sets.\n\n"
+        + shown(pairs).to_markdown(index=False, disable_numparse=True)
+        + "\n"
+        + ("".join(f"\n- {n}." for n in notes) + "\n" if notes else "")
+    )
+
+
 def main(argv=None) -> int:
     ap = published_parser(__doc__, "equal_tuning")
     ap.add_argument("--overlay", default=None, help="default: <published>/equal_tuning")
@@ -239,6 +375,14 @@ def main(argv=None) -> int:
     published = Path(args.published)
     overlay = Path(args.overlay) if args.overlay else published / "equal_tuning"
     table, equal, incomplete = build(published, overlay)
+    pairs, notes = draw_pairs(
+        {
+            "published": published,
+            "draws": published / "draws30",
+            "overlay": overlay,
+            "overlay_draws": published / "equal_tuning_draws30",
+        }
+    )
     summary = json.loads((published / "summary.json").read_text())
     verdict = verdicts(summary, equal)
     shown = table.drop(columns=["table"]).rename(columns={"column": "cell"})
@@ -261,7 +405,8 @@ def main(argv=None) -> int:
             else ""
         )
         + verdict.to_markdown(index=False, disable_numparse=True)
-        + "\n"
+        + "\n\n"
+        + draws_text(pairs, notes)
     )
     save(text, args.out)
     return 0

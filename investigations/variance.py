@@ -14,13 +14,28 @@ CCA-LS, TCCA; the paper's protocol, eps = 1e-2) are drawn 30 times:
 Per cell: the number of draws, mean +- std, the 95 % confidence interval of the mean
 (Student t) and, beside it, the published 5-draw figure and the paper's. Per claim of
 the paper that compares two methods, the paired difference over the draws both have
-(the same labeled sets), its 95 % interval, and what the interval says: A above B,
-A below B, or not resolved (0 inside). A cell whose draws are not all run says how
-many it has. Commands::
+(the same labeled sets), its 95 % interval and paired t test, and what the interval
+says: A above B, A below B, or not resolved (0 inside); beside them the same family
+adjusted for its number of comparisons (issue #34): Holm's p-values, simultaneous
+(Bonferroni) 95 % intervals and what is still resolved after Holm. "CAT is comparable
+to BSF" is an equivalence test (TOST) within +- :data:`MARGIN` accuracy points. A
+cell whose draws are not all run says how many it has.
+
+The intervals speak of the draw of the labeled rows on this data set: every draw
+takes its labeled, validation and test rows from one fixed pool, so the test sets
+overlap, and nothing here covers new data sets from the same source.
+
+``--from-record`` rewrites the output from the tables it recorded last
+(``investigations/results/variance.json``), without the fit files: the pairs'
+p-values, Holm's adjustment, the simultaneous intervals and the verdicts are
+recomputed from the recorded differences and intervals (the std of the differences
+where recorded, else recovered from the interval's printed bounds by
+:func:`tcca_core.stats.interval_from_bounds`). Commands::
 
     snakemake --cores 1 --configfile investigations/configs/draws30.yaml -- \\
         results/draws30/fits/secstr/84k/tcca/split{5..29}.csv ...
     python investigations/variance.py
+    python investigations/variance.py --from-record   # no fits needed
 
 Every number comes from the fit files and results/summary.json; nothing is typed by
 hand.
@@ -40,11 +55,22 @@ from scipy import stats
 from tcca_core.protocol import select_per_split
 from tcca_core.registry import METHODS
 from tcca_core.reporting import format_pm
+from tcca_core.reproduction.significance import ALPHA, MARGIN
+from tcca_core.stats import (
+    PairedInterval,
+    holm,
+    interval_from_bounds,
+    paired_family,
+    paired_interval,
+    tost,
+)
 
 #: (table, dataset, setting): the headline columns.
 CELLS = (("secstr", "secstr", "84k"), ("ads", "ads", "l100"))
 METHODS_30 = ("bsf", "cat", "cca_bst", "cca_avg", "cca_ls", "tcca")
 N_DRAWS = 30
+# ALPHA: the level of every test; MARGIN: the equivalence margin of "comparable"
+# (points; an open decision, docs/deviations.md D-36), both from tcca_core.reproduction.
 #: The columns that name one row of a fit file (timings may differ between runs).
 _GRID_POINT = ("split", "r", "params", "view", "pair", "eps", "k", "gamma")
 #: The paper's comparisons of two methods: (claim, A, B), "A beats B" read as A - B.
@@ -112,9 +138,61 @@ def _ci(lo: float, hi: float) -> str:
     return "n/a" if math.isnan(lo) else f"[{lo:.2f}, {hi:.2f}]"
 
 
+def p_text(p: float) -> str:
+    """A p-value as the tables show it (four decimals, or below their reach)."""
+    return "< 0.0001" if p < 1e-4 else f"{p:.4f}"
+
+
+def p_is(p: float) -> str:
+    """ "p < 0.0001" or "p = 0.0252"."""
+    text = p_text(p)
+    return f"p {text}" if text.startswith("<") else f"p = {text}"
+
+
+_SAYS = {1: "A above B", -1: "A below B", 0: "not resolved (0 inside)"}
+_SAYS_HOLM = {1: "A above B", -1: "A below B", 0: "not resolved"}
+
+
+def family_table(rows: list[dict], intervals: list[PairedInterval]) -> pd.DataFrame:
+    """The rows of a family of paired comparisons, with their tests beside them.
+
+    ``rows`` name each comparison (their columns come first); ``intervals`` are their
+    raw 95 % paired intervals. Added: the difference, the raw interval, the std of
+    the differences, the paired t test's p, Holm's p over the family, the
+    simultaneous (Bonferroni) interval, and what the raw interval and Holm say.
+    Columns starting with "_" hold the numbers, for the verdicts; they are not shown.
+    """
+    out = []
+    fam = paired_family(intervals, ALPHA)
+    for row, iv, f in zip(rows, intervals, fam, strict=True):
+        out.append(
+            {
+                **row,
+                "draws": str(iv.n),
+                "difference": f"{iv.mean:+.2f}",
+                "95 % CI": _ci(iv.low, iv.high),
+                "sd of A - B": f"{iv.std:.3f}",
+                "p": p_text(iv.p),
+                "Holm p": p_text(f.p_holm),
+                "simultaneous 95 % CI": _ci(f.low_sim, f.high_sim),
+                "the interval says": _SAYS[f.side],
+                "after Holm": _SAYS_HOLM[f.side_holm],
+                "_mean": iv.mean,
+                "_sd": iv.std,
+                "_n": iv.n,
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def shown(table: pd.DataFrame) -> pd.DataFrame:
+    """The table without its hidden number columns."""
+    return table[[c for c in table.columns if not str(c).startswith("_")]]
+
+
 def build(published: Path, draws: Path):
     summary = json.loads((published / "summary.json").read_text())
-    cell_rows, pair_rows = [], []
+    cell_rows, pair_rows, intervals = [], [], []
     for table, dataset, setting in CELLS:
         t = summary["tables"].get(table)
         if t is None:
@@ -152,92 +230,162 @@ def build(published: Path, draws: Path):
             if a not in acc or b not in acc:
                 continue
             common = acc[a].index.intersection(acc[b].index)
-            d = (acc[a].loc[common] - acc[b].loc[common]).to_numpy()
-            mean, lo, hi = interval(d)
-            spread = max(
-                np.std(acc[a].loc[common], ddof=1), np.std(acc[b].loc[common], ddof=1)
-            )
-            if math.isnan(lo):
-                says = "too few draws"
-            elif lo > 0:
-                says = "A above B"
-            elif hi < 0:
-                says = "A below B"
-            else:
-                says = "not resolved (0 inside)"
+            if len(common) < 2:
+                continue
             pair_rows.append(
                 {
                     "cell": f"{table} {label}",
                     "claim": claim,
                     "A - B": f"{METHODS[a].label} - {METHODS[b].label}",
-                    "draws": str(len(d)),
-                    "difference": f"{mean:+.2f}",
-                    "95 % CI": _ci(lo, hi),
-                    "larger std": f"{spread:.2f}",
-                    "the interval says": says,
                 }
             )
-    return pd.DataFrame(cell_rows), pd.DataFrame(pair_rows)
+            intervals.append(
+                paired_interval(
+                    acc[a].loc[common].to_numpy(), acc[b].loc[common].to_numpy()
+                )
+            )
+    return pd.DataFrame(cell_rows), family_table(pair_rows, intervals)
+
+
+def from_record(data: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The cells and pairs recorded in ``variance.json``, the pairs' tests redone.
+
+    Each pair's interval is the recorded one: its std of the differences where the
+    record has it, else recovered from the printed 95 % bounds.
+    """
+    tables = {tuple(t["columns"][:3]): t for t in data.get("tables", [])}
+    cells = next(t for k, t in tables.items() if k == ("cell", "method", "draws"))
+    pairs = next(t for k, t in tables.items() if k == ("cell", "claim", "A - B"))
+    rows, intervals = [], []
+    for values in pairs["rows"]:
+        r = dict(zip(pairs["columns"], values, strict=True))
+        n, mean = int(r["draws"]), float(r["difference"])
+        lo, hi = (float(v) for v in r["95 % CI"].strip("[]").split(","))
+        iv = interval_from_bounds(mean, lo, hi, n)
+        if r.get("sd of A - B"):  # recorded: the test from it, the bounds as shown
+            sd = float(r["sd of A - B"])
+            t = mean / (sd / math.sqrt(n))
+            p = float(2 * stats.t.sf(abs(t), n - 1))
+            iv = iv._replace(std=sd, t=t, p=p)
+        intervals.append(iv)
+        rows.append({k: r[k] for k in ("cell", "claim", "A - B")})
+    return (
+        pd.DataFrame(cells["rows"], columns=cells["columns"]),
+        family_table(rows, intervals),
+    )
 
 
 def claim_verdicts(pairs: pd.DataFrame) -> pd.DataFrame:
-    """Per claim and cell, what its paired intervals say together.
+    """Per claim and cell, what its paired comparisons say together.
 
-    "Comparable" is REPRODUCTION.md's rule (the mean difference within the larger
-    std of the two over the draws); "beats"/"outperforms" is confirmed when every
-    pair's interval lies above 0, refuted when one lies below, and not resolved
-    otherwise.
+    "Comparable" is an equivalence test: TOST within +- :data:`MARGIN` points on
+    the paired differences, confirmed when p < :data:`ALPHA` (Holm's adjustment is
+    over the cells' TOSTs). "Beats"/"outperforms" is confirmed when every pair lies
+    above 0, refuted when one lies below, not resolved otherwise: once by the raw
+    95 % intervals, once by Holm's p over the whole table's family.
     """
     if pairs.empty:
-        return pairs
+        return pd.DataFrame()
     claims = pairs["claim"].str.split(" \\(").str[0]  # one claim for all reductions
+    groups = list(pairs.groupby([claims, pairs["cell"]], sort=False))
+    # the TOSTs of "comparable", one per cell: their own family for Holm
+    tosts = {
+        key: tost(
+            float(g["_mean"].iloc[0]),
+            float(g["_sd"].iloc[0]),
+            int(g["_n"].iloc[0]),
+            MARGIN,
+        )  # fmt: skip
+        for key, g in groups
+        if key[0].startswith("CAT is comparable")
+    }
+    tost_holm = dict(zip(tosts, holm([t.p for t in tosts.values()]), strict=True))
     out = []
-    for (claim, cell), g in pairs.groupby([claims, pairs["cell"]], sort=False):
-        says = list(g["the interval says"])
-        if claim.startswith("CAT is comparable"):
-            diff, spread = g["difference"].astype(float), g["larger std"].astype(float)
-            ok = bool((diff.abs() <= spread).all())
-            verdict = "confirmed" if ok else "not confirmed"
-        elif "A below B" in says:
-            verdict = "refuted"
-        elif all(x == "A above B" for x in says):
-            verdict = "confirmed"
+    for key, g in groups:
+        claim, cell = key
+        if key in tosts:
+            p, ph = tosts[key].p, tost_holm[key]
+            rule = f"TOST within ± {MARGIN:g} point: {p_is(p)}"
+            raw = "confirmed" if p < ALPHA else "not confirmed"
+            adj = "confirmed" if ph < ALPHA else "not confirmed"
         else:
-            verdict = "not resolved"
+            rule = "every pair above 0"
+            raw = _together(list(g["the interval says"]))
+            adj = _together(list(g["after Holm"]))
         out.append(
             {
                 "claim": claim,
                 "cell": cell,
                 "pairs": str(len(g)),
-                "over the draws": verdict,
+                "rule": rule,
+                "over the draws (raw)": raw,
+                "over the draws (Holm)": adj,
             }
         )
     return pd.DataFrame(out)
 
 
-def main(argv=None) -> int:
-    ap = published_parser(__doc__, "variance")
-    ap.add_argument("--draws", default=None, help="default: <published>/draws30")
-    args = ap.parse_args(argv)
-    published = Path(args.published)
-    draws = Path(args.draws) if args.draws else published / "draws30"
-    cells, pairs = build(published, draws)
-    text = (
+def _together(says: list[str]) -> str:
+    if "A below B" in says:
+        return "refuted"
+    if all(x == "A above B" for x in says):
+        return "confirmed"
+    return "not resolved"
+
+
+def report(cells: pd.DataFrame, pairs: pd.DataFrame, recorded: bool = False) -> str:
+    """The Markdown output."""
+    m = len(pairs)
+    source = (
+        " The pairs' tests are recomputed from the differences and intervals recorded "
+        "by the last run over the fit files (`--from-record`; where the std of the "
+        "differences was not recorded, it is recovered from the printed bounds)."
+        if recorded
+        else ""
+    )
+    return (
         "#### Variance: the headline cells over 30 draws\n\n"
         "Command: `python investigations/variance.py`, after the overlay's fit jobs "
         "(module docstring). The paper's protocol (eps = 1e-2), reading (A); draws "
-        "0-4 are the published splits. 95 % intervals: Student t over the draws.\n\n"
+        "0-4 are the published splits. 95 % intervals: Student t over the draws. "
+        "Every draw takes its rows from one fixed pool (the test sets overlap), so "
+        "the intervals speak of the draw of the labeled rows on this data set, not "
+        "of new data sets."
+        + source
+        + "\n\n"
         + cells.to_markdown(index=False, disable_numparse=True)
         + "\n\nPaired differences (A - B over the same draws) for the paper's claims "
-        "that compare two methods:\n\n"
-        + pairs.to_markdown(index=False, disable_numparse=True)
-        + "\n\nThe claims over the draws (comparable: the difference within the larger "
-        "std, REPRODUCTION.md's rule; beats: every interval above 0, refuted if one "
-        "lies below):\n\n"
+        f"that compare two methods; p: the paired t test; Holm p: Holm's adjustment "
+        f"over the {m} comparisons of this table; simultaneous 95 % CI: Bonferroni "
+        f"(each at level 1 - {ALPHA:g}/{m}), covering all {m} together; after Holm: "
+        f"the direction where Holm p < {ALPHA:g}:\n\n"
+        + shown(pairs).to_markdown(index=False, disable_numparse=True)
+        + "\n\nThe claims over the draws (comparable: equivalent within "
+        f"± {MARGIN:g} accuracy point by TOST, alpha = {ALPHA:g}; beats: every pair "
+        "above 0, refuted if one lies below; raw: the 95 % intervals, Holm: "
+        "the adjusted p-values):\n\n"
         + claim_verdicts(pairs).to_markdown(index=False, disable_numparse=True)
         + "\n"
     )
-    save(text, args.out)
+
+
+def main(argv=None) -> int:
+    ap = published_parser(__doc__, "variance")
+    ap.add_argument("--draws", default=None, help="default: <published>/draws30")
+    ap.add_argument(
+        "--from-record",
+        action="store_true",
+        help="redo the tests from the output's recorded tables (no fit files)",
+    )
+    args = ap.parse_args(argv)
+    if args.from_record:
+        record = Path(args.out).with_suffix(".json")
+        cells, pairs = from_record(json.loads(record.read_text()))
+    else:
+        published = Path(args.published)
+        draws = Path(args.draws) if args.draws else published / "draws30"
+        cells, pairs = build(published, draws)
+    save(report(cells, pairs, recorded=args.from_record), args.out)
     return 0
 
 

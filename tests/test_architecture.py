@@ -38,7 +38,7 @@ ALLOWED = {
     "fit_cache": FACTS | CORE | {"_cache_codec", "_cache_auth"},
     "protocol": CORE | {"registry"},
     "reporting": FACTS | {"protocol.selection", "protocol.results"},
-    "reproduction": FACTS | {"reporting"},
+    "reproduction": FACTS | {"reporting", "stats"},
     "pipeline": FACTS
     | CORE
     | {

@@ -190,13 +190,188 @@ def test_variance_intervals_and_paired_differences(tmp_path, variance):
     p = pairs.set_index("A - B")
     assert p.loc["TCCA - CCA (BST)", "difference"] == "-4.00"
     assert p.loc["TCCA - CCA (BST)", "the interval says"] == "A below B"
+    assert p.loc["TCCA - CCA (BST)", "after Holm"] == "A below B"
     assert p.loc["CCA (BST) - BSF", "the interval says"] == "A above B"
     assert p.loc["TCCA - CCA-LS", "draws"] == "30"
-    verdict = variance.claim_verdicts(pairs).set_index("claim")["over the draws"]
-    assert verdict["TCCA outperforms the other methods"] == "refuted"
-    assert verdict["every reduction beats BSF and CAT"] == "confirmed"
-    assert verdict["CAT is comparable to BSF"] == "confirmed"  # within the std
+    # the raw test is scipy's paired t test; Holm's is over the table's 12 pairs
+    d = 100 * (acc["cat"] - acc["bsf"])
+    ref = stats.ttest_rel(100 * acc["cat"], 100 * acc["bsf"])
+    assert float(pairs["_mean"].iloc[0]) == pytest.approx(d.mean())
+    assert p.loc["CAT - BSF", "p"] == f"{ref.pvalue:.4f}"
+    assert p.loc["CAT - BSF", "sd of A - B"] == f"{d.std(ddof=1):.3f}"
+    assert len(pairs) == 12
+    verdict = variance.claim_verdicts(pairs).set_index("claim")
+    raw = verdict["over the draws (raw)"]
+    assert raw["TCCA outperforms the other methods"] == "refuted"
+    assert raw["every reduction beats BSF and CAT"] == "confirmed"
+    # |CAT - BSF| ~ 0.1 point, sd ~ 0.5: equivalent within 1 point (TOST)
+    assert raw["CAT is comparable to BSF"] == "confirmed"
+    tost = stats.ttest_1samp(d, 1.0, alternative="less").pvalue
+    assert "TOST within ± 1 point" in verdict.loc["CAT is comparable to BSF", "rule"]
+    assert tost < 0.05
     # a draws run on other splits is refused
     _splits_file(draws, 30, shift=1)
     with pytest.raises(SystemExit, match="not the published one"):
         variance.build(pub, draws)
+
+
+# ------------------------------------------- the tests redone from the record (#34)
+
+
+def _record(rows):
+    cols = ["cell", "claim", "A - B", "draws", "difference", "95 % CI",
+            "larger std", "the interval says"]  # fmt: skip
+    cells = {"columns": ["cell", "method", "draws", "mean ± std"], "rows": [
+        ["ads #labeled = 100", "BSF", "30 of 30", "90.00 ± 1.00"]]}  # fmt: skip
+    return {"tables": [cells, {"columns": cols, "rows": rows}], "facts": {}}
+
+
+def test_variance_tests_redone_from_the_recorded_intervals(variance):
+    """From printed intervals only: p of the t test, Holm over the family, TOST.
+
+    Three pairs whose 95 % intervals all exclude 0; their raw p-values (recovered:
+    SE = half-width / t_{0.975, 29}) are 0.01, 0.02 and 0.045, so Holm gives
+    0.03, 0.04, 0.045: all resolved; with a fourth pair at p = 0.3 it gives 0.04,
+    0.06, 0.09 and 0.3 (4, 3, 2 and 1 times p): only the first stays resolved."""
+    t975 = stats.t.ppf(0.975, 29)
+
+    def row(pair, mean, p):
+        se = abs(mean) / stats.t.isf(p / 2, 29)
+        lo, hi = mean - t975 * se, mean + t975 * se
+        return ["ads #labeled = 100", f"every reduction beats BSF and CAT ({pair})",
+                f"{pair} - BSF", "30", f"{mean:+.2f}", f"[{lo:.4f}, {hi:.4f}]",
+                "1.0", "x"]  # fmt: skip
+
+    three = [row("CCA (BST)", 1.0, 0.01), row("CCA (AVG)", 1.0, 0.02),
+             row("CCA-LS", -1.0, 0.045)]  # fmt: skip
+    _, pairs = variance.from_record(_record(three))
+    assert list(pairs["p"]) == ["0.0100", "0.0200", "0.0450"]
+    assert list(pairs["Holm p"]) == ["0.0300", "0.0400", "0.0450"]
+    assert list(pairs["after Holm"]) == ["A above B", "A above B", "A below B"]
+    assert "larger std" not in pairs.columns  # the old rule's column is gone
+    _, pairs = variance.from_record(_record([*three, row("TCCA", 0.1, 0.3)]))
+    assert list(pairs["Holm p"]) == ["0.0400", "0.0600", "0.0900", "0.3000"]
+    assert list(pairs["the interval says"][:3]) == ["A above B", "A above B",
+                                                     "A below B"]  # fmt: skip
+    assert list(pairs["after Holm"]) == [
+        "A above B", "not resolved", "not resolved", "not resolved"]  # fmt: skip
+    verdict = variance.claim_verdicts(pairs).iloc[0]
+    assert (verdict["over the draws (raw)"], verdict["over the draws (Holm)"]) == (
+        "refuted", "not resolved")  # fmt: skip
+    # the simultaneous interval is the t interval at level 1 - 0.05 / 4
+    lo, hi = (float(x) for x in pairs["simultaneous 95 % CI"][0].strip("[]").split(","))
+    se = 1.0 / stats.t.isf(0.01 / 2, 29)
+    half = stats.t.ppf(1 - 0.05 / 8, 29) * se
+    assert (lo, hi) == (round(1.0 - half, 2), round(1.0 + half, 2))
+
+
+def test_variance_comparable_is_an_equivalence_test(variance):
+    """CAT - BSF = +0.30 with 95 % interval [0.04, 0.56] over 30 draws: different
+    from 0, yet equivalent within 1 point (TOST p far below 0.05); -2.29 is not."""
+    rows = [
+        ["ads #labeled = 100", "CAT is comparable to BSF", "CAT - BSF", "30", "+0.30",
+         "[0.04, 0.56]", "1.64", "A above B"],
+        ["secstr #unlabeled = 84K", "CAT is comparable to BSF", "CAT - BSF", "30",
+         "-2.29", "[-2.72, -1.86]", "2.02", "A below B"],
+    ]  # fmt: skip
+    _, pairs = variance.from_record(_record(rows))
+    v = variance.claim_verdicts(pairs).set_index("cell")
+    assert v.loc["ads #labeled = 100", "over the draws (raw)"] == "confirmed"
+    assert v.loc["secstr #unlabeled = 84K", "over the draws (raw)"] == "not confirmed"
+    se = 0.26 / stats.t.ppf(0.975, 29)
+    p_upper = stats.t.cdf((0.30 - 1.0) / se, 29)
+    assert f"p = {p_upper:.4f}" in v.loc["ads #labeled = 100", "rule"] or (
+        p_upper < 1e-4 and "p < 0.0001" in v.loc["ads #labeled = 100", "rule"]
+    )
+
+
+# ---------------------------------------------- equal tuning over 30 draws (#34)
+
+
+def _draw_rows(method, splits, eps, val, test):
+    return _rows(method, splits, eps, val, lambda s, r: test[s])
+
+
+@pytest.fixture
+def tuned_draws_run(tmp_path):
+    """Four runs, 30 draws: validation prefers eps = 1 (the overlays) everywhere.
+
+    Under eps = 1 CCA (BST) is 2 points above TCCA on every draw, CCA (AVG) level
+    with it up to noise; under eps = 1e-2 (never chosen) TCCA would be ahead."""
+    pub = tmp_path / "results"
+    runs = {
+        "published": pub,
+        "draws": pub / "draws30",
+        "overlay": pub / "equal_tuning",
+        "overlay_draws": pub / "equal_tuning_draws30",
+    }
+    rng = np.random.default_rng(1)
+    base = rng.uniform(0.8, 0.9, 30)
+    tuned = {
+        "tcca": base,
+        "cca_bst": base + 0.02,
+        "cca_avg": base + rng.normal(0, 0.01, 30),
+        "cca_ls": base - 0.01,
+    }
+    _splits_file(pub, 5)
+    for k in ("draws", "overlay_draws"):
+        _splits_file(runs[k], 30)
+    wrong = np.zeros(30)  # the later runs' draws 0-4: must not be read
+    for m, acc in tuned.items():
+        _write(pub, m, _draw_rows(m, range(5), 1e-2, 0.5, 1 - acc))
+        _write(runs["draws"], m, _draw_rows(m, range(30), 1e-2, 0.5,
+                                            np.r_[wrong[:5], 1 - acc[5:]]))  # fmt: skip
+        _write(runs["overlay"], m, _draw_rows(m, range(5), 1.0, 0.9, acc))
+        _write(runs["overlay_draws"], m, _draw_rows(m, range(30), 1.0, 0.9,
+                                                    np.r_[wrong[:5], acc[5:]]))  # fmt: skip
+    _summary(pub, {m: (100 * a[:5].mean(), 1.0) for m, a in tuned.items()})
+    return runs, tuned
+
+
+def test_equal_tuning_over_draws_pairs_tcca_with_each_cca(tuned_draws_run, equal):
+    runs, tuned = tuned_draws_run
+    acc, left_out = equal.tuned_draws(runs, "ads", "l100", "tcca")
+    assert left_out == 0 and list(acc.index) == list(range(30))
+    np.testing.assert_allclose(acc.to_numpy(), 100 * tuned["tcca"])  # eps = 1 won
+    pairs, notes = equal.draw_pairs(runs)
+    assert notes == []
+    p = pairs.set_index("A - B")
+    assert list(p.index) == ["TCCA - CCA (BST)", "TCCA - CCA (AVG)", "TCCA - CCA-LS"]
+    assert p.loc["TCCA - CCA (BST)", "difference"] == "-2.00"
+    assert p.loc["TCCA - CCA (BST)", "after Holm"] == "A below B"
+    assert p.loc["TCCA - CCA-LS", "after Holm"] == "A above B"
+    ref = stats.ttest_rel(100 * tuned["tcca"], 100 * tuned["cca_avg"])
+    assert p.loc["TCCA - CCA (AVG)", "p"] == f"{ref.pvalue:.4f}"
+    # the other two differences are constant (p = 0): Holm's largest p stays itself
+    assert p.loc["TCCA - CCA (BST)", "p"] == "< 0.0001"
+    assert p.loc["TCCA - CCA (AVG)", "Holm p"] == f"{ref.pvalue:.4f}"
+    text = equal.draws_text(pairs, notes)
+    assert text.startswith(f"#### {equal.DRAWS_HEADING}")
+    assert "TCCA - CCA (BST)" in text and "_mean" not in text
+
+
+def test_equal_tuning_over_draws_leaves_out_incomplete_draws(tuned_draws_run, equal):
+    runs, _ = tuned_draws_run
+    # draw 7 of TCCA lacks eps = 1: left out, and said so
+    f = runs["overlay_draws"] / "fits" / "ads" / "l100" / "tcca" / "splitall.csv"
+    df = pd.read_csv(f)
+    df[df["split"] != 7].to_csv(f, index=False)
+    acc, left_out = equal.tuned_draws(runs, "ads", "l100", "tcca")
+    assert left_out == 1 and 7 not in acc.index and len(acc) == 29
+    pairs, notes = equal.draw_pairs(runs)
+    assert set(pairs["draws"]) == {"29"}
+    assert notes == ["ads #labeled = 100, TCCA: 1 draws without every eps, left out"]
+    # an overlay that repeats eps = 1e-2 would count it twice
+    _write(runs["overlay_draws"], "tcca",
+           _rows("tcca", range(5, 30), 1e-2, 0.5, 0.5), "split9.csv")  # fmt: skip
+    with pytest.raises(SystemExit, match="in both"):
+        equal.tuned_draws(runs, "ads", "l100", "tcca")
+
+
+def test_equal_tuning_over_draws_absent(tuned_run, equal):
+    pub, over = tuned_run
+    runs = {"published": pub, "draws": pub / "draws30", "overlay": over,
+            "overlay_draws": pub / "equal_tuning_draws30"}  # fmt: skip
+    pairs, notes = equal.draw_pairs(runs)
+    assert pairs.empty and notes == []
+    assert equal.draws_text(pairs, notes).startswith("Over 30 draws: not run yet")

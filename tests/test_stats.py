@@ -20,8 +20,11 @@ from tcca_core.stats import (
     bonferroni,
     hedges_g,
     holm,
+    interval_from_bounds,
+    paired_family,
     paired_interval,
     tost,
+    tost_welch,
     welch,
 )
 
@@ -319,3 +322,98 @@ def test_tost_degenerate_and_bad_input():
     for args in ((0.0, 1.0, 5, 0.0), (0.0, -1.0, 5, 1.0), (0.0, 1.0, 1, 1.0)):
         with pytest.raises(ValueError):
             tost(*args)
+
+
+@pytest.mark.parametrize("n1,n2", [(5, 5), (5, 30), (12, 7)])
+@pytest.mark.parametrize("shift", [0.0, 0.6, -2.0])
+def test_tost_welch_is_two_one_sided_welch_tests(n1, n2, shift):
+    """Against scipy's Welch test on raw samples shifted by the margin."""
+    rng = np.random.default_rng([n1, n2, int(10 * shift) + 50])
+    x, y = rng.normal(shift, 1.0, n1), rng.normal(0.0, 2.0, n2)
+    margin = 1.0
+    res = tost_welch(x.mean(), x.std(ddof=1), n1, y.mean(), y.std(ddof=1), n2, margin)
+    lo = sst.ttest_ind(x + margin, y, equal_var=False, alternative="greater")
+    hi = sst.ttest_ind(x - margin, y, equal_var=False, alternative="less")
+    assert_allclose([res.t_lower, res.t_upper], [lo.statistic, hi.statistic])
+    assert_allclose([res.p_lower, res.p_upper], [lo.pvalue, hi.pvalue], rtol=1e-9)
+    assert_allclose(res.p, max(lo.pvalue, hi.pvalue), rtol=1e-9)
+    assert_allclose(res.df, welch(x.mean(), x.std(ddof=1), n1, y.mean(),
+                                  y.std(ddof=1), n2).df)  # fmt: skip
+
+
+def test_tost_welch_degenerate_and_bad_input():
+    assert tost_welch(1.0, 0.0, 5, 0.5, 0.0, 5, 1.0).p == 0.0
+    assert tost_welch(2.0, 0.0, 5, 0.5, 0.0, 5, 1.0).p == 1.0
+    with pytest.raises(ValueError, match="margin"):
+        tost_welch(1.0, 1.0, 5, 0.5, 1.0, 5, 0.0)
+    # a population std converts as in welch: sd sqrt(n / (n - 1))
+    a = tost_welch(1.0, 1.0, 5, 0.0, 1.0, 5, 2.0, ddof=0)
+    b = tost_welch(1.0, math.sqrt(5 / 4), 5, 0.0, math.sqrt(5 / 4), 5, 2.0)
+    assert_allclose(a.p, b.p)
+
+
+# ------------------------------------------------------ families of intervals
+
+
+@pytest.mark.parametrize("n", [5, 30])
+def test_interval_from_bounds_recovers_the_interval(n):
+    """From an interval's own (unrounded) bounds: the same SE, std, t and p."""
+    rng = np.random.default_rng(n)
+    a = rng.normal(0.3, 1.0, n)
+    b = rng.normal(0.0, 1.0, n)
+    ref = paired_interval(a, b)
+    got = interval_from_bounds(ref.mean, ref.low, ref.high, n)
+    assert_allclose([got.std, got.t, got.p], [ref.std, ref.t, ref.p], rtol=1e-10)
+    assert (got.df, got.n, got.level) == (ref.df, ref.n, ref.level)
+    # rounded to two decimals, as an output prints it: close, not exact
+    rounded = interval_from_bounds(
+        round(ref.mean, 2), round(ref.low, 2), round(ref.high, 2), n
+    )
+    assert_allclose(rounded.std, ref.std, rtol=0.05)
+    with pytest.raises(ValueError, match="reversed"):
+        interval_from_bounds(0.0, 1.0, -1.0, 5)
+    zero = interval_from_bounds(0.5, 0.5, 0.5, 5)
+    assert zero.p == 0.0 and zero.std == 0.0
+
+
+def test_paired_family_holm_and_simultaneous_intervals():
+    rng = np.random.default_rng(3)
+    shifts = [0.0, 0.25, 0.5, 2.0]
+    ivs = []
+    for s in shifts:
+        a = rng.normal(s, 1.0, 30)
+        ivs.append(paired_interval(a, np.zeros(30)))
+    rows = paired_family(ivs)
+    m = len(ivs)
+    assert_allclose([r.p_holm for r in rows], holm([iv.p for iv in ivs]))
+    for r, iv in zip(rows, ivs, strict=True):
+        # the Bonferroni interval is the t interval at level 1 - alpha / m
+        half = sst.t.ppf(1 - 0.05 / (2 * m), iv.df) * iv.std / math.sqrt(iv.n)
+        assert_allclose([r.low_sim, r.high_sim], [iv.mean - half, iv.mean + half])
+        assert r.low_sim <= iv.low and iv.high <= r.high_sim
+        assert r.side == (1 if iv.low > 0 else -1 if iv.high < 0 else 0)
+        assert r.side_holm == (int(np.sign(iv.mean)) if r.p_holm < 0.05 else 0)
+        # Holm never resolves what the raw interval leaves open
+        assert r.side_holm in (0, r.side)
+    assert paired_family([]) == []
+
+
+def test_paired_family_holm_leaves_a_raw_verdict_open():
+    """By hand: raw p = 0.01, 0.04 (m = 2): Holm 0.02, 0.04 -> both resolved; with a
+    third p = 0.03: 0.03, 0.06, 0.06 -> only the first."""
+
+    def iv(p, mean=1.0, n=30):
+        t = sst.t.isf(p / 2, n - 1)
+        se = abs(mean) / t
+        half = sst.t.ppf(0.975, n - 1) * se
+        return interval_from_bounds(mean, mean - half, mean + half, n)
+
+    two = paired_family([iv(0.01), iv(0.04)])
+    assert_allclose([r.p_holm for r in two], [0.02, 0.04], rtol=1e-9)
+    assert [r.side_holm for r in two] == [1, 1]
+    three = paired_family([iv(0.01), iv(0.04), iv(0.03, mean=-1.0)])
+    assert_allclose([r.p_holm for r in three], [0.03, 0.06, 0.06], rtol=1e-9)
+    assert [r.side for r in three] == [1, 1, -1]
+    assert [r.side_holm for r in three] == [1, 0, 0]
+    with pytest.raises(ValueError, match="alpha"):
+        paired_family([iv(0.01)], alpha=1.5)

@@ -10,7 +10,11 @@ tests it uses; numpy and scipy only, and no state.
 - :func:`welch`: Welch's two-sample t test from summary statistics (ours against
   the paper's mean +- std over its 5 splits).
 - :func:`hedges_g`: standardized mean difference with the small-sample correction.
-- :func:`tost`: paired equivalence test (two one-sided t tests) within a margin.
+- :func:`tost`: paired equivalence test (two one-sided t tests) within a margin;
+  :func:`tost_welch` the same from two groups' summaries (unpaired).
+- :func:`interval_from_bounds`: a paired interval recovered from its printed bounds.
+- :func:`paired_family`: a family of paired intervals with Holm's p-values and
+  simultaneous (Bonferroni) intervals beside the raw ones.
 
 **Standard deviations.** Every std taken or returned here is the sample std
 (``ddof=1``, divisor n - 1) unless a function's ``ddof`` says otherwise. The paper
@@ -37,14 +41,18 @@ from scipy import special
 from scipy import stats as _st
 
 __all__ = [
+    "FamilyRow",
     "PairedInterval",
     "TostResult",
     "WelchResult",
     "bonferroni",
     "hedges_g",
     "holm",
+    "interval_from_bounds",
+    "paired_family",
     "paired_interval",
     "tost",
+    "tost_welch",
     "welch",
 ]
 
@@ -390,8 +398,8 @@ class TostResult(NamedTuple):
     t_lower: float
     #: (diff_mean - margin) / SE
     t_upper: float
-    #: degrees of freedom, n - 1
-    df: int
+    #: degrees of freedom: n - 1 (paired), Welch-Satterthwaite (:func:`tost_welch`)
+    df: float
     #: the equivalence margin
     margin: float
 
@@ -450,3 +458,170 @@ def tost(diff_mean: float, diff_std: float, n: int, margin: float) -> TostResult
     p_lo = float(_st.t.sf(t_lo, df))
     p_hi = float(_st.t.cdf(t_hi, df))
     return TostResult(max(p_lo, p_hi), p_lo, p_hi, t_lo, t_hi, df, margin)
+
+
+def tost_welch(
+    mean1: float,
+    std1: float,
+    n1: int,
+    mean2: float,
+    std2: float,
+    n2: int,
+    margin: float,
+    *,
+    ddof: int | Sequence[int] = 1,
+) -> TostResult:
+    """Unpaired equivalence test from two groups' summaries: two one-sided Welch tests.
+
+    With D = mean1 - mean2 and Welch's SE and df (:func:`welch`), equivalence within
+    (-margin, +margin) is shown by rejecting both H0-: delta <= -margin and
+    H0+: delta >= +margin:
+
+        t_lower = (D + margin) / SE,   p_lower = P(T_df >= t_lower),
+        t_upper = (D - margin) / SE,   p_upper = P(T_df <= t_upper),
+
+    p = max(p_lower, p_upper). On raw samples these are scipy's
+    ``ttest_ind(x1 + margin, x2, equal_var=False, alternative="greater")`` and
+    ``ttest_ind(x1 - margin, x2, equal_var=False, alternative="less")``. It ignores
+    any pairing of the two groups (e.g. the same splits), so on paired data it is
+    conservative; use :func:`tost` when the paired differences are at hand.
+
+    If both stds are 0: p = 0 when |D| < margin, 1 otherwise (df NaN).
+
+    Parameters
+    ----------
+    mean1, std1, n1, mean2, std2, n2 : as in :func:`welch`
+    margin : float
+        Equivalence margin, > 0, in the units of the means.
+    ddof : {0, 1} or pair of them, default=1
+        The convention of the stds, as in :func:`welch`.
+
+    Returns
+    -------
+    TostResult
+    """
+    margin = _finite(margin, "margin")
+    if margin <= 0:
+        raise ValueError(f"margin must be > 0, got {margin!r}")
+    w = welch(mean1, std1, n1, mean2, std2, n2, ddof=ddof)
+    D = w.diff
+    if w.se == 0.0:
+        lo = 0.0 if D > -margin else 1.0
+        hi = 0.0 if D < margin else 1.0
+        t_lo, t_hi = _ratio(D + margin), _ratio(D - margin)
+        return TostResult(max(lo, hi), lo, hi, t_lo, t_hi, math.nan, margin)
+    t_lo = (D + margin) / w.se
+    t_hi = (D - margin) / w.se
+    p_lo = float(_st.t.sf(t_lo, w.df))
+    p_hi = float(_st.t.cdf(t_hi, w.df))
+    return TostResult(max(p_lo, p_hi), p_lo, p_hi, t_lo, t_hi, w.df, margin)
+
+
+# ------------------------------------------------------- families of intervals
+
+
+def interval_from_bounds(
+    mean: float, low: float, high: float, n: int, level: float = 0.95
+) -> PairedInterval:
+    """Recover the paired interval that a printed mean and t interval describe.
+
+    An output that shows only the mean difference, its t interval and the number of
+    pairs n still fixes the rest: SE = (high - low) / (2 t_{(1 + level)/2, n-1}),
+    the std of the differences s = SE sqrt(n), t = mean / SE and the two-sided p.
+    Printed bounds are rounded, so the recovered SE, t and p carry that rounding
+    (two decimals on an interval 0.5 wide: about 2 % on SE).
+
+    Parameters
+    ----------
+    mean, low, high : float
+        The mean difference and the interval's bounds (low <= high).
+    n : int
+        Number of pairs, >= 2.
+    level : float, default=0.95
+        The interval's confidence level.
+
+    Returns
+    -------
+    PairedInterval
+    """
+    mean, low, high = (
+        _finite(v, k) for v, k in ((mean, "mean"), (low, "low"), (high, "high"))
+    )
+    n = _count(n, "n")
+    level = _finite(level, "level")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    if high < low:
+        raise ValueError(f"the interval [{low}, {high}] is reversed")
+    df = n - 1
+    se = (high - low) / (2 * float(_st.t.ppf(0.5 + level / 2, df)))
+    s = se * math.sqrt(n)
+    if se == 0.0:
+        p = 1.0 if mean == 0.0 else 0.0
+        return PairedInterval(mean, low, high, p, _ratio(mean), df, s, n, level)
+    t = mean / se
+    p = float(2 * _st.t.sf(abs(t), df))
+    return PairedInterval(mean, low, high, p, t, df, s, n, level)
+
+
+class FamilyRow(NamedTuple):
+    """One comparison of :func:`paired_family`."""
+
+    #: the raw paired interval (its own level, no adjustment)
+    raw: PairedInterval
+    #: Holm's adjusted p-value over the family
+    p_holm: float
+    #: lower end of the simultaneous interval (Bonferroni, level 1 - alpha / m)
+    low_sim: float
+    #: upper end of the simultaneous interval
+    high_sim: float
+    #: +1 / -1 when the raw interval lies above / below 0, else 0
+    side: int
+    #: +1 / -1 when Holm's p is below alpha (the sign of the mean), else 0
+    side_holm: int
+
+
+def paired_family(
+    intervals: Sequence[PairedInterval], alpha: float = 0.05
+) -> list[FamilyRow]:
+    """Holm's p-values and simultaneous intervals beside a family's raw intervals.
+
+    For m paired comparisons (each a :class:`PairedInterval`, e.g. from
+    :func:`paired_interval` or :func:`interval_from_bounds`):
+
+    - ``p_holm``: :func:`holm` over the m raw p-values; a comparison is resolved
+      after Holm (``side_holm`` != 0) when ``p_holm < alpha``, which keeps the
+      family-wise error rate at alpha;
+    - ``[low_sim, high_sim]``: mean -+ t_{1 - alpha / (2m), n-1} SE, the Bonferroni
+      intervals, which cover all m mean differences together with probability
+      >= 1 - alpha. Holm rejects whenever such an interval excludes 0, and
+      sometimes also when it does not (it is the more powerful of the two);
+    - ``side``: the raw interval's verdict (above, below or 0 inside).
+
+    Parameters
+    ----------
+    intervals : sequence of PairedInterval
+        The family, m >= 1, each with n >= 2.
+    alpha : float, default=0.05
+        Family-wise error rate, in (0, 1).
+
+    Returns
+    -------
+    list of FamilyRow, in the input order
+    """
+    alpha = _finite(alpha, "alpha")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    m = len(intervals)
+    if m == 0:
+        return []
+    adjusted = holm([iv.p for iv in intervals])
+    out = []
+    for iv, ph in zip(intervals, adjusted, strict=True):
+        half = float(_st.t.ppf(1 - alpha / (2 * m), iv.df)) * iv.std / math.sqrt(iv.n)
+        side = 1 if iv.low > 0 else -1 if iv.high < 0 else 0
+        side_holm = int(np.sign(iv.mean)) if ph < alpha else 0
+        out.append(
+            FamilyRow(iv, float(ph), iv.mean - half, iv.mean + half, side, side_holm)
+        )
+    return out

@@ -18,8 +18,10 @@ from collections.abc import Mapping, Sequence
 from ..paper import PAPER_TABLES
 from ..registry import METHODS, methods_where
 from ..reporting import READINGS, format_pm, method_label
+from . import record
 from .claims import CLAIMS, _fmt
 from .investigations import (
+    RECORD_STEM,
     _log,
     _Problems,
     environment,
@@ -27,6 +29,7 @@ from .investigations import (
     prose_context,
     render_fields,
 )
+from .significance import ALPHA, MARGIN, PAPER_TEST_HEADER, cell_tests, paper_tests
 from .summary import (
     _CCA_FAMILY,
     N_STD,
@@ -35,7 +38,6 @@ from .summary import (
     _columns,
     _post_hoc,
     _records,
-    deviations,
     outside_paper,
 )
 
@@ -258,6 +260,7 @@ def _table_section(summary: Mapping, table: str, figures: str) -> str:
     t = summary["tables"][table]
     parts = [f"### {t['title']}", ""]
     has_paper = bool(t.get("paper_table"))
+    tests = cell_tests(summary)
     post_hoc = []
     for col in _columns(summary, table):
         a = [r for r in _records(summary, table, "val") if r["column"] == col]
@@ -270,7 +273,7 @@ def _table_section(summary: Mapping, table: str, figures: str) -> str:
         }
         header = ["Method", "ours (A)", "r (A, per split)", "ours (B)", "r (B)"]
         if has_paper:
-            header += ["paper", "(A) - paper", "(A) vs paper"]
+            header += ["paper", "(A) - paper", "(A) vs paper", "Welch p (Holm)", "g"]
         rows = []
         for rec in a:
             rb = b.get(rec["method"], {})
@@ -295,7 +298,8 @@ def _table_section(summary: Mapping, table: str, figures: str) -> str:
                     else (rec.get("paper_note") or "")
                 )
                 diff = f"{rec['diff']:+.2f}" if rec.get("diff") is not None else ""
-                row += [paper, diff, _flag(rec)]
+                welch_p, g = tests.get((table, col, rec["method"]), ("", ""))
+                row += [paper, diff, _flag(rec), welch_p, g]
             rows.append(row)
         n = max((r.get("n_splits") or 0 for r in a), default=0)
         parts += [f"**{col}** ({n} splits)", "", _md_table(header, rows), ""]
@@ -363,21 +367,48 @@ def _reduced_run(summary: Mapping) -> dict | None:
     return {"label": label, "n_splits": n_splits, "r_grid": r_grid}
 
 
-def _deviations_table(summary: Mapping) -> str:
-    rows = [
-        [
-            d["table"],
-            d["column"],
-            method_label(d["method"]),
-            f"{d['mean']:.2f}",
-            format_pm(d["paper_mean"], d["paper_std"]),
-            f"{d['diff']:+.2f}",
-            f"{d['paper_stds']:+.1f}",
-        ]
-        for d in deviations(summary)
-    ]
-    header = ["table", "column", "method", "ours (A)", "paper", "diff", "paper stds"]
-    return _md_table(header, rows) if rows else ""
+def _paper_tests(summary: Mapping) -> dict:
+    """Return what *Cells against the paper* shows: counts, lists, its table."""
+    tests = paper_tests(summary)
+    rows = tests.pop("rows")
+    tests["table"] = _md_table(PAPER_TEST_HEADER, rows) if rows else ""
+    return tests
+
+
+#: Where the record's index goes; filled in once the document's headings exist.
+_RECORD_INDEX = "<!-- the record's index -->"
+
+
+def _record_section(data: Mapping) -> dict | None:
+    """Return the record of deviations' entries (None: the notes name none)."""
+    inv = data.get(RECORD_STEM)
+    if inv is None:
+        return None
+    entries = inv.data.get("entries") or []
+
+    def count(word: str) -> int:
+        return sum(any(word in k for k in e["kinds"]) for e in entries)
+
+    return {
+        "n_deviation": count("deviation"),
+        "n_open": count("open"),
+        "source": inv.data.get("source", ""),
+        "entries": entries,
+        "n": len(entries),
+        "first": entries[0]["id"] if entries else "",
+        "last": entries[-1]["id"] if entries else "",
+        "index": _RECORD_INDEX,
+    }
+
+
+def _fill_record(text: str, section: dict | None) -> str:
+    """Put the record's index in, its links resolved against the text's headings."""
+    if section is None:
+        return text
+    headings = re.findall(r"^#{2,4} (.+)$", text, re.MULTILINE)
+    table, counts = record.index(section["entries"], headings, section["source"])
+    shown = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+    return text.replace(_RECORD_INDEX, f"Effects: {shown}.\n\n{table}")
 
 
 def build(
@@ -404,6 +435,8 @@ def build(
     """
     missing = dict(missing or {})
     notes, data = included_data(investigations)
+    protocol_record = _record_section(data)
+    data.pop(RECORD_STEM, None)
     notes, _ = render_fields(notes.strip(), summary, data)
     problems = _Problems()  # the missing tables' cost facts
     tables = [t for t in TABLE_ORDER if t in summary.get("tables", {})]
@@ -429,10 +462,13 @@ def build(
                 {"claim": claim, "rule": rule, **vars(check(summary))}
                 for claim, rule, check in CLAIMS
             ],
-            deviations=_deviations_table(summary),
+            paper_tests=_paper_tests(summary),
+            alpha=f"{ALPHA:g}",
+            margin=f"{MARGIN:g}",
+            protocol_record=protocol_record,
             investigations=notes,
             **prose_context(summary, data, problems),
         )
     )
     _log(problems)
-    return text.rstrip() + "\n"
+    return _fill_record(text, protocol_record).rstrip() + "\n"

@@ -44,9 +44,16 @@ STEM.cell(ROW, COLUMN, section=WORDS)   a cell of a table of the investigation S
     under the '#### ' heading that contains WORDS. Filters take a piece of the cell:
     | pm (the first 'a ± b'), | nth(K) (its K-th number, from 0).
 STEM.facts.NAME   a number the investigation states in its text (its facts).
+STEM.column(WORDS, section=WORDS)   the one column header that contains WORDS (its
+    full text); STEM.has(WORDS): whether a table's heading contains WORDS.
+said.NAME(...)   a sentence whose words follow from the data (a verdict): see
+    tcca_core.reproduction.sentences.Said.
 """
 
 _INCLUDE = re.compile(r"^<!-- include: (\S+) -->$", re.MULTILINE)
+#: The record of deviations (docs/deviations.md): framed as data, shown as an index.
+_RECORD = re.compile(r"^<!-- record: (\S+) -->$", re.MULTILINE)
+RECORD_STEM = "protocol_record"
 #: The data of an included output travel beside it in the text (:func:`include_files`)
 #: because the pipeline hands :func:`~tcca_core.reproduction.build` the notes as text.
 _DATA = re.compile(r"^<!-- data: (\S+) -->\n(.*?)\n<!-- end data -->\n", re.M | re.S)
@@ -59,8 +66,21 @@ def include_files(text: str, root: Path) -> str:
 
     The file's text is shown as written (a raw block of the template); its data,
     ``<stem>.json`` beside it, are framed before it for :func:`included_data`. A
-    file not written yet is named, with the command that writes it.
+    file not written yet is named, with the command that writes it. A line
+    ``<!-- record: path -->`` frames the entries of that record of deviations
+    (:func:`.record.parse`) as the data named :data:`RECORD_STEM`, shown nowhere
+    as text (REPRODUCTION.md lays them out as an index).
     """
+    from . import record
+
+    def frame(m):
+        path = Path(root) / m.group(1)
+        if not path.is_file():
+            return f"*(the record `{m.group(1)}` is missing)*"
+        data = {"source": m.group(1), "entries": record.parse(path.read_text())}
+        return f"<!-- data: {RECORD_STEM} -->\n{json.dumps(data)}\n<!-- end data -->\n"
+
+    text = _RECORD.sub(frame, text)
 
     def sub(m):
         path = Path(root) / m.group(1)
@@ -282,14 +302,39 @@ class Investigation:
         """Return the same data, reporting its missing cells to ``problems``."""
         return Investigation(self.stem, self._data, problems)
 
-    def cell(self, row: str | Sequence[str], column: str, section: str = "") -> str:
-        """Return the cell under ``column`` of the one row that starts with ``row``."""
-        keys = [row] if isinstance(row, str) else list(row)
-        tables = [
+    @property
+    def data(self) -> Mapping:
+        """The data as handed over (``<stem>.json``)."""
+        return self._data
+
+    def tables(self, section: str = "") -> list[Mapping]:
+        """Return the tables under a '#### ' heading that contains ``section``."""
+        return [
             t
             for t in self._data.get("tables", [])
             if section in (t.get("heading") or "")
         ]
+
+    def has(self, section: str) -> bool:
+        """Whether a table's heading contains ``section``."""
+        return bool(section) and bool(self.tables(section))
+
+    def column(self, words: str, section: str = "") -> str:
+        """Return the one column header that contains ``words``."""
+        hits = {
+            c for t in self.tables(section) for c in t.get("columns", []) if words in c
+        }
+        if len(hits) != 1:
+            return self._problems.mark(
+                f"{self.stem} | column {words!r}",
+                FieldError(f"{len(hits)} columns match (expected one)"),
+            )
+        return hits.pop()
+
+    def cell(self, row: str | Sequence[str], column: str, section: str = "") -> str:
+        """Return the cell under ``column`` of the one row that starts with ``row``."""
+        keys = [row] if isinstance(row, str) else list(row)
+        tables = self.tables(section)
         hits = [
             r[t["columns"].index(column)]
             for t in tables
@@ -323,6 +368,10 @@ class _Missing:
 
     def __init__(self, stem: str, problems: _Problems):
         self._stem, self._problems = stem, problems
+
+    def has(self, section: str) -> bool:
+        """No output, no table."""
+        return False
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
@@ -390,11 +439,14 @@ def prose_context(
     def investigation(stem: str) -> Investigation | _Missing:
         return bound.get(stem) or _Missing(stem, problems)
 
+    from .sentences import Said  # it reads this module's classes
+
     return {
         **bound,
         "investigation": investigation,
         "cell": cells,
         "cells": cells,
+        "said": Said(summary, investigation, problems),
         "_problems": problems,
     }
 
