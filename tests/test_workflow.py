@@ -297,7 +297,7 @@ def test_e2e_reproduction_report(e2e):
     assert "22.40 ± 1.96" in text  # the paper's TCCA, 4 labeled
     assert "(results/figures/nuswide_kernel_accuracy.png)" in text
     assert "## The paper's qualitative claims" in text
-    assert "## Deviations beyond 2 std" in text
+    assert "## Cells against the paper" in text
 
 
 def test_e2e_logs_and_benchmarks(e2e):
