@@ -4,6 +4,13 @@ Each script reruns the protocol (tcca_core.protocol.run_method, the same code as
 pipeline's fit jobs) under one change at a time and writes a Markdown table to
 investigations/results/, which REPRODUCTION.md includes verbatim, and beside it the
 data the prose of docs/investigations.md reads (hand_over: <stem>.json).
+
+Both record where they come from (hand_over): the commit, whether the tree was dirty,
+the digest of the library code they depend on
+(tcca_core.reporting.provenance.source_digest) and the command that made them; the
+Markdown in a last line that is an HTML comment (not shown), the data under
+``provenance``. tests/test_staleness.py fails on an output whose digest is not the
+library's now: the code it describes changed since it was made.
 """
 
 from __future__ import annotations
@@ -11,6 +18,8 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shlex
+import sys
 import time
 from pathlib import Path
 
@@ -18,9 +27,12 @@ import numpy as np
 import pandas as pd
 
 from tcca_core import datasets, protocol
+from tcca_core._io import atomic_write_text
 from tcca_core.reporting import format_pm
+from tcca_core.reporting.provenance import output_stamp, read_stamp, stamp_text
 
 RESULTS = Path(__file__).resolve().parent / "results"
+REPO = RESULTS.parents[1]
 
 
 def parse_args(doc: str):
@@ -98,11 +110,17 @@ def write(rows: list[dict], title: str, notes: str, out: str | None, name: str):
 
 def save(text: str, path) -> None:
     """Write an investigation's Markdown output and its data (and show it)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
     hand_over(text, path)
     print(text)
+
+
+def command() -> str:
+    """The command that runs this script as it was run, from the repository's top
+    (what an output records to be made again)."""
+    script = Path(sys.argv[0]).resolve()
+    if script.is_relative_to(REPO):
+        script = script.relative_to(REPO)
+    return shlex.join(["python", script.as_posix(), *sys.argv[1:]])
 
 
 #: The numbers each investigation's text states, by name, for the prose of
@@ -190,14 +208,29 @@ def facts_of(stem: str, text: str) -> dict[str, str]:
     return out
 
 
-def hand_over(text: str, path) -> None:
+def hand_over(text: str, path, *, stamp: bool = True) -> None:
     """Write the data of an output (its tables and facts) beside it, <stem>.json,
-    keeping what else a script stores there (nuswide_cost's measured jobs)."""
+    keeping what else a script stores there (nuswide_cost's measured jobs).
+
+    ``stamp``: also (re)write the output itself, ``text`` ending with the provenance
+    of this tree and this command (tcca_core.reporting.provenance.stamp_text), as
+    every script does when it writes an output; False (hand_over.py, rewriting the
+    data of outputs already there) keeps the provenance the text records, or none.
+    The data record the same provenance, under ``provenance``.
+    """
     path = Path(path)
+    if stamp:
+        text = stamp_text(text, output_stamp(REPO, command()))
+        atomic_write_text(path, text)
     data_path = path.with_suffix(".json")
     data = json.loads(data_path.read_text()) if data_path.is_file() else {}
     data.update(tables=tables_of(text), facts=facts_of(path.stem, text))
-    data_path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    recorded = read_stamp(text)
+    if recorded is None:
+        data.pop("provenance", None)
+    else:
+        data["provenance"] = recorded
+    atomic_write_text(data_path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
 def read_fits(folder: Path, cell: str) -> pd.DataFrame | None:

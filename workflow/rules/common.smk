@@ -76,14 +76,11 @@ def data_routes():
 def skip_notices():
     """One line per data set that cannot be had (what was tried, what to download,
     where to put it), printed before the first job of a real run only: `onstart`
-    runs neither for --lint nor for a dry run (-n), nor in the jobs of a cluster."""
+    (the Snakefile) runs neither for --lint nor for a dry run (-n), nor in the jobs of
+    a cluster."""
     for dataset, (route, why) in data_routes().items():
         if route == "skip":
             logger.warning(f"Skipping data set {dataset}: {why}")
-
-
-onstart:
-    skip_notices()
 
 
 @functools.cache
