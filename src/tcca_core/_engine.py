@@ -3,9 +3,9 @@
 :func:`choose_engine` resolves ``algorithm="auto"`` from :func:`engine_costs`;
 :class:`MomentEngine` holds M (dense engines, :mod:`._dense`) or its tensor-free
 operator (:class:`._tensors.ImplicitMoment`) and runs CP-ALS (:mod:`._als`) on it:
-the kind and number of starts (``init="auto"``, ``n_init="auto"``), their race by
-successive halving, the two-view SVD, and rank paths that share M, ||M||^2 and the
-exact HOSVD across ranks.
+the kind and number of starts (``init="auto"``, ``n_init="auto"``), their race (a
+short heat, then a final of two), the two-view SVD, and rank paths that share M,
+||M||^2 and the exact HOSVD across ranks.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Sequence
+from time import perf_counter
 
 import numpy as np
 
@@ -48,11 +49,25 @@ def _argmin_first(values: Sequence[float]) -> int:
     return k
 
 
+def _pace(errors: Sequence[float]) -> float:
+    """Relative decrease of the error per sweep over the last ``WINDOW`` sweeps."""
+    from ._als import WINDOW
+
+    if len(errors) <= WINDOW or errors[-1] <= 0:
+        return float("nan")
+    return float((errors[-1 - WINDOW] - errors[-1]) / WINDOW / errors[-1])
+
+
 # Sweeps assumed by the cost model; ALS on these problems typically needs tens.
 _COST_SWEEPS = 50
 
 #: Starts cheaper than this (flops, a few seconds) are always exact.
 _FREE_FLOPS = 1e11
+
+#: Sweeps every start of a race runs before the field is cut to the finalists
+#: (:meth:`MomentEngine._race`), and how many finalists run twice as long again.
+RACE_HEAT = 5
+RACE_FINALISTS = 2
 
 #: Flops that ``n_init="auto"`` may spend on restarts, and the most starts.
 _RESTART_FLOPS = 1e11
@@ -356,10 +371,12 @@ class MomentEngine:
             st if isinstance(st, str) else "given" if i == 0 else "warm"
             for i, st in enumerate(starts)
         ]
+        t0 = perf_counter()
         U0s = [
             init_factors(self.mttkrp, self.dims, rank, st, rng, hosvd=self.hosvd_bases)
             for st in starts
         ]
+        profile = {"starts": len(U0s), "start_s": perf_counter() - t0}
         diverged, rise = False, None
         if self.name == "tensorly":  # the reference: every start run in full
             fits = [self._tensorly(rank, U0, max_iter, tol, linesearch) for U0 in U0s]
@@ -367,7 +384,7 @@ class MomentEngine:
             k = _argmin_first(start_errors)
             best = (k, labels[k], fits[k])
         else:
-            k, res, start_errors = self._race(U0s, max_iter, tol, linesearch)
+            k, res, start_errors = self._race(U0s, max_iter, tol, linesearch, profile)
             kept, n_kept, trace, rise = res.kept()
             fit = (res.weights, kept, n_kept, res.converged, trace)
             best = (k, labels[k], fit)
@@ -387,23 +404,27 @@ class MomentEngine:
             "diverged": diverged,
             "errors": errors,
             "start_errors": start_errors,
+            "profile": profile,
         }
         if rise is not None:
             info["rise"] = rise
         return weights, factors, info
 
-    def _race(self, U0s, max_iter: int, tol: float, linesearch: bool):
-        """ALS from every start in ``U0s``, by successive halving.
+    def _race(self, U0s, max_iter: int, tol: float, linesearch: bool, profile: dict):
+        """ALS from every start in ``U0s``: a short heat, then a final of two.
 
-        All starts run a first burst of ``2 * WINDOW`` sweeps; then the better
-        half (by error) goes on for a burst twice as long, and so on until one is
-        left, which runs to the stopping rule. The runs are resumed, not
-        restarted, so the survivor's iterates are those of a single run from its
-        start. Several starts thus cost about two single fits instead of
-        ``len(U0s)``. Returns the survivor's index and result and, per start, the
-        error at which it left the race (the survivor's final error).
+        All starts run :data:`RACE_HEAT` sweeps; the :data:`RACE_FINALISTS` best
+        (by error) go on for twice as long, and the better of them runs to the
+        stopping rule. The runs are resumed, not restarted, so the winner's
+        iterates are those of a single run from its start. Ten starts thus cost
+        about two single fits instead of ten: on the solver-quality battery the
+        order after five sweeps already holds the best start among the two
+        leaders (BENCHMARKS.md, "The race"), where successive halving with bursts
+        of 10, 20, 40 sweeps cost five single fits for the same result. Returns the
+        winner's index and result and, per start, the error at which it left the
+        race (the winner's final error).
         """
-        from ._als import WINDOW, cp_als
+        from ._als import cp_als
 
         def run(U0=None, resume=None, upto=max_iter):
             return cp_als(
@@ -420,24 +441,44 @@ class MomentEngine:
         def last(res):  # the error of the iterate a fit would keep
             return res.kept_error()
 
-        if len(U0s) == 1:
-            res = run(U0s[0])
-            return 0, res, [last(res)]
-        burst = 2 * WINDOW
-        pool = {i: run(U0, upto=min(burst, max_iter)) for i, U0 in enumerate(U0s)}
+        t0 = perf_counter()
+        sweeps_then = 0  # sweeps run by every start when one was left
         start_errors = [np.inf] * len(U0s)
-        while len(pool) > 1:
-            order = sorted(pool, key=lambda i: (last(pool[i]), i))
-            for i in order[(len(order) + 1) // 2 :]:
-                start_errors[i] = last(pool.pop(i))
-            burst *= 2
-            for i, res in pool.items():
-                if not (res.converged or res.diverged) and res.n_iter < max_iter:
-                    pool[i] = run(resume=res, upto=min(res.n_iter + burst, max_iter))
+        pool = {0: run(U0s[0])} if len(U0s) == 1 else {}
+        if not pool:
+            pool = {
+                i: run(U0, upto=min(RACE_HEAT, max_iter)) for i, U0 in enumerate(U0s)
+            }
+            sweeps_then = sum(res.n_iter for res in pool.values())
+            profile["first_burst"] = [last(pool[i]) for i in range(len(U0s))]
+            burst, keep = RACE_HEAT, RACE_FINALISTS
+            while len(pool) > 1:
+                order = sorted(pool, key=lambda i: (last(pool[i]), i))
+                for i in order[keep:]:
+                    start_errors[i] = last(pool.pop(i))
+                burst, keep = 2 * burst, 1
+                if len(pool) == 1:
+                    break
+                for i, res in pool.items():
+                    if not (res.converged or res.diverged) and res.n_iter < max_iter:
+                        before = res.n_iter
+                        pool[i] = run(resume=res, upto=min(before + burst, max_iter))
+                        sweeps_then += pool[i].n_iter - before
         ((k, res),) = pool.items()
-        if not (res.converged or res.diverged) and res.n_iter < max_iter:
+        race_s, survivor_then = perf_counter() - t0, res.n_iter
+        if len(U0s) == 1:
+            race_s, sweeps_then, survivor_then = 0.0, 0, 0
+        elif not (res.converged or res.diverged) and res.n_iter < max_iter:
             res = run(resume=res)
         start_errors[k] = last(res)
+        profile.update(
+            race_s=race_s,
+            race_sweeps=sweeps_then,
+            final_s=perf_counter() - t0 - race_s,
+            sweeps=sweeps_then + res.n_iter - survivor_then,
+            stop="diverged" if res.diverged else "tol" if res.converged else "max_iter",
+            pace=_pace(res.errors),
+        )
         return k, res, start_errors
 
     def _tensorly(self, rank, U0, max_iter, tol, linesearch):

@@ -242,8 +242,8 @@ class TCCA(
         as fit in a few seconds of ALS (estimated from the problem's shape): small
         problems, whose landscapes can have many local minima, get restarts;
         large ones, where the exact HOSVD start is within 0.1 % of the best,
-        run once. The starts race by successive halving (bursts of sweeps, the
-        better half goes on), so ten starts cost about two fits.
+        run once. The starts race: all run five sweeps, the best two ten more,
+        and the better of them runs on, so ten starts cost about two fits.
     linesearch : bool, default=True
         Extrapolate the factors after each ALS sweep and keep the jump when it
         lowers the error (Bro's line search). Fewer
