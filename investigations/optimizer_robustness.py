@@ -10,10 +10,16 @@ run: it writes ``results/<overlay name>/``, never the published folder):
   error;
 * ``more_starts``: ``n_init = 10`` starts at every rank, raced by successive
   halving (the default's ``"auto"`` runs one start where ALS is expensive);
-* ``other_grid``: a different r grid (every tenth rank). Each rank is fitted on
-  its own (``fit_path``'s default), so its fit, and every accuracy at that rank,
-  must be the very same as in the published run: the column counts the ranks
-  whose accuracies differ at all.
+* ``other_grid``: a different r grid, with ranks the paper's grid shares and
+  ranks off it (7, 13, 47, 115, 235: :data:`OFF_GRID` tells them apart). Each rank
+  is fitted on its own (``fit_path``'s default), so its fit, and every accuracy at
+  a shared rank, must be the very same as in the published run: the column counts
+  the shared ranks whose accuracies differ at all. A rank off the paper's grid has
+  no published twin; its mean test accuracy must lie in line with those of its
+  published neighbours (between them, widened by the largest std over splits of
+  the three: a solver that fitted only "round" ranks well would show there), and
+  the cell is selected again on the published grid plus the off-grid ranks, which
+  says whether a rank the paper's grid skips would change the cell.
 
 The published cell and each variant are selected exactly as the tables are
 (:func:`tcca_core.protocol.select`, reading (A): r on validation per split) and
@@ -45,8 +51,8 @@ from _common import read_fits, save
 from snakemake.utils import update_config
 
 from tcca_core.pipeline.config import r_grid_of, resolve_settings
-from tcca_core.protocol import select
-from tcca_core.registry import METHODS
+from tcca_core.protocol import accuracy_by_r, select, select_per_split
+from tcca_core.registry import METHODS, R_GRID_PAPER
 from tcca_core.reporting import format_pm
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,8 +60,10 @@ ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {
     "warm_start": "warm-started rank path",
     "more_starts": "n_init = 10",
-    "other_grid": "r grid 10, 20, ..., 300",
+    "other_grid": "other r grid (shared ranks)",
 }
+#: The column of the cells selected on the published grid plus the off-grid ranks.
+OFF_GRID = "published grid + off-grid ranks"
 SAME_GRID = "same grid (the setting's own)"
 #: What tells two rows of a fit file apart: a split, a rank, the method's parameters
 #: and the learner's (kNN's k, RLS's gamma: one row each).
@@ -79,6 +87,60 @@ def differing_ranks(base: pd.DataFrame, other: pd.DataFrame) -> tuple[int, int]:
     diff = (a.loc[common] != b.loc[common]).any(axis=1)
     ranks = common.get_level_values("r")
     return int(np.unique(ranks).size), int(np.unique(ranks[diff.to_numpy()]).size)
+
+
+def off_grid(base: pd.DataFrame, other: pd.DataFrame) -> dict:
+    """The ranks of ``other`` that ``base``'s grid lacks, against their neighbours.
+
+    Returns ``ranks`` (the off-grid ranks), ``points`` (per off-grid rank: r, its
+    mean test accuracy over splits, the published neighbours' means and the
+    tolerance, all in %, and ``in_line``), and ``selected``: (A) on ``base`` plus
+    the off-grid rows (mean, std, r per split), or None without off-grid ranks.
+    In line: within [min, max] of the nearest published rank below and above,
+    widened by the largest std over splits of the three (one neighbour at an end
+    of the grid).
+    """
+    grid = sorted(set(base["r"].dropna().astype(int)))
+    ranks = sorted(set(other["r"].dropna().astype(int)) - set(grid))
+    if not ranks:
+        return {"ranks": [], "points": [], "selected": None}
+    curves = {
+        name: accuracy_by_r(df, by=["method"]).dropna(subset=["r"]).set_index("r")
+        for name, df in (("base", base), ("other", other))
+    }
+    points = []
+    for r in ranks:
+        if r not in curves["other"].index:  # capped in every split: no accuracy
+            continue
+        below = [g for g in grid if g < r][-1:]
+        above = [g for g in grid if g > r][:1]
+        near = curves["base"].loc[below + above]
+        mean = float(curves["other"].loc[r, "test_acc_mean"])
+        stds = [*near["test_acc_std"], curves["other"].loc[r, "test_acc_std"]]
+        tol = max((float(v) for v in stds if pd.notna(v)), default=0.0)
+        lo = float(near["test_acc_mean"].min())
+        hi = float(near["test_acc_mean"].max())
+        points.append(
+            {
+                "r": r,
+                "mean": 100 * mean,
+                "neighbours": {
+                    int(g): 100 * float(v) for g, v in near["test_acc_mean"].items()
+                },
+                "tolerance": 100 * tol,
+                "in_line": bool(lo - tol <= mean <= hi + tol),
+            }
+        )
+    union = pd.concat([base, other[other["r"].isin(ranks)]], ignore_index=True)
+    sel = select(union, by=["method"]).iloc[0]
+    picks = [
+        int(r) for r in select_per_split(union, by=["method"]).sort_values("split")["r"]
+    ]
+    return {
+        "ranks": ranks,
+        "points": points,
+        "selected": (100 * sel["acc_val_mean"], 100 * sel["acc_val_std"], picks),
+    }
 
 
 def grid_unchanged(config: Path, overlay: Path) -> set[str]:
@@ -117,8 +179,9 @@ def compare(
     ``other_grid`` variant leaves unchanged (:func:`grid_unchanged`)."""
     rows = []
     # Numbers behind the summary lines: (cell, variant, change in points, beyond noise)
-    # for the started variants; (shared ranks, differing ranks) for other grids.
-    changes, ranks = [], [0, 0]
+    # for the started variants; (shared ranks, differing ranks) for other grids; per
+    # cell with off-grid ranks, what off_grid found (and the change, beyond noise).
+    changes, ranks, offs = [], [0, 0], []
     for cell in cells:
         base = read_fits(published, cell)
         if base is None:
@@ -133,10 +196,12 @@ def compare(
             other = read_fits(folder, cell)
             label = VARIANTS.get(name, name)
             if name == "other_grid" and f"{dataset}/{setting}" in same_grid:
-                row[label] = SAME_GRID
+                row[label] = row[OFF_GRID] = SAME_GRID
                 continue
             if other is None:
                 row[label] = "not run"
+                if name == "other_grid":
+                    row[OFF_GRID] = "not run"
                 continue
             mv, sv = selected(other)
             flag = " (beyond noise)" if abs(mv - mb) > max(sb, sv) else ""
@@ -145,8 +210,9 @@ def compare(
                 changes.append((row["cell"], label, mv - mb, bool(flag)))
             else:
                 if set(other["r"].dropna()) == set(base["r"].dropna()):
-                    row[label] = SAME_GRID
+                    row[label] = row[OFF_GRID] = SAME_GRID
                     continue
+                row[OFF_GRID] = _off_grid_text(row["cell"], base, other, mb, sb, offs)
                 # The solver is grid-free only if every shared rank gives the very
                 # same numbers; the selected cell may still move, because validation
                 # chooses among other candidates (a property of the grid, not the fit).
@@ -158,8 +224,33 @@ def compare(
             row[label] = shown
         rows.append(row)
     table = pd.DataFrame(rows)
-    table.attrs.update(changes=changes, ranks=tuple(ranks))
+    table.attrs.update(changes=changes, ranks=tuple(ranks), off_grid=offs)
     return table
+
+
+def _off_grid_text(cell, base, other, mb, sb, offs) -> str:
+    """The off-grid column of a cell; what it found is appended to ``offs``."""
+    found = off_grid(base, other)
+    if found["selected"] is None:
+        return "no off-grid ranks"
+    mu, sd, picks = found["selected"]
+    beyond = abs(mu - mb) > max(sb, sd)
+    out_of_line = [p["r"] for p in found["points"] if not p["in_line"]]
+    offs.append(
+        {
+            "cell": cell,
+            **found,
+            "change": mu - mb,
+            "beyond_noise": beyond,
+            "picked": sum(p in found["ranks"] for p in picks),
+            "splits": len(picks),
+        }
+    )
+    return (
+        f"{format_pm(mu, sd)} ({mu - mb:+.2f}){' (beyond noise)' if beyond else ''}; "
+        f"r = {', '.join(map(str, picks))}; out of line: "
+        + (", ".join(f"r = {r}" for r in out_of_line) or "none")
+    )
 
 
 def summary_lines(table: pd.DataFrame, variant_cols: list[str]) -> str:
@@ -182,6 +273,20 @@ def summary_lines(table: pd.DataFrame, variant_cols: list[str]) -> str:
     n, bad = table.attrs.get("ranks", (0, 0))
     if n:
         lines.append(f"- Other r grid: {bad} of {n} shared ranks differ.")
+    offs = table.attrs.get("off_grid", [])
+    if offs:
+        ranks = sorted({r for o in offs for r in o["ranks"]})
+        points = [p for o in offs for p in o["points"]]
+        d = max(offs, key=lambda o: (o["beyond_noise"], abs(o["change"])))
+        lines.append(
+            f"- Off-grid ranks ({', '.join(map(str, ranks))}): "
+            f"{sum(not p['in_line'] for p in points)} of {len(points)} cell ranks out "
+            "of line with their published neighbours; picked on validation in "
+            f"{sum(o['picked'] for o in offs)} of {sum(o['splits'] for o in offs)} "
+            f"splits; cells moved beyond noise: "
+            f"{sum(o['beyond_noise'] for o in offs)} of {len(offs)} (the largest move: "
+            f"{d['change']:+.2f}, {d['cell']})."
+        )
     return "\n".join(lines)
 
 
@@ -192,6 +297,19 @@ def published_cells(published: Path) -> list[str]:
         for method in ("tcca", "ktcca")
         for d in (published / "fits").glob(f"*/*/{method}")
         if any(d.glob("*.csv"))
+    )
+
+
+def grid_text(overlay: Path) -> str:
+    """What the other r grid is, read from its overlay (ranks off the paper's grid)."""
+    grid = yaml.safe_load(Path(overlay).read_text(encoding="utf-8")).get("r_grid")
+    if not isinstance(grid, list):
+        return ""
+    off = [r for r in grid if r not in R_GRID_PAPER]
+    return (
+        f"The other r grid (other_grid.yaml): {', '.join(map(str, grid))}; off "
+        "the paper's grid: "
+        f"{', '.join(map(str, off)) or 'none'}."
     )
 
 
@@ -227,7 +345,9 @@ def main(argv=None) -> int:
         "Command: `python investigations/optimizer_robustness.py"
         + "".join(" " + c for c in args.cells)
         + "`, after the variants' fit jobs (module docstring). Reading (A); "
-        "the change is in points against the published cell.\n\n"
+        "the change is in points against the published cell. "
+        + grid_text(overlay)
+        + "\n\n"
         + table.to_markdown(index=False, disable_numparse=True)
         + "\n\n"
         + summary_lines(table, variant_cols)

@@ -50,7 +50,7 @@ def test_variants_side_by_side(tmp_path, make_views, robust):
     )
     row = table.iloc[0]
     # r = 3 is shared; selection over {3, 5} is that of another candidate set
-    assert row["r grid 10, 20, ..., 300"].startswith("0 of 1 shared ranks differ; ")
+    assert row[robust.VARIANTS["other_grid"]].startswith("0 of 1 shared ranks differ; ")
     assert row["n_init = 10"] == "not run"
     assert "(beyond noise)" in row["warm-started rank path"]
     cols = list(robust.VARIANTS.values())
@@ -78,7 +78,9 @@ def test_same_grid_and_every_published_cell(tmp_path, make_views, robust):
     # a setting with its own r grid: the overlay leaves it unchanged, and says so
     _write(published / "other_grid", base)
     table = robust.compare([CELL], published, {"other_grid": published / "other_grid"})
-    assert table.iloc[0]["r grid 10, 20, ..., 300"] == "same grid (the setting's own)"
+    assert (
+        table.iloc[0][robust.VARIANTS["other_grid"]] == "same grid (the setting's own)"
+    )
     # known from the configuration and the overlay, it needs no refit
     config, overlay = tmp_path / "config.yaml", tmp_path / "overlay.yaml"
     setting = "{learner: knn, methods: {tcca: {eps: [0.01]}}"
@@ -96,9 +98,11 @@ def test_same_grid_and_every_published_cell(tmp_path, make_views, robust):
     table = robust.compare(
         [CELL], published, {"other_grid": tmp_path / "none"}, {"toy/s1"}
     )
-    assert table.iloc[0]["r grid 10, 20, ..., 300"] == "same grid (the setting's own)"
+    assert (
+        table.iloc[0][robust.VARIANTS["other_grid"]] == "same grid (the setting's own)"
+    )
     assert "Cells with every variant run: 1 of 1." in robust.summary_lines(
-        table, ["r grid 10, 20, ..., 300"]
+        table, [robust.VARIANTS["other_grid"]]
     )
     # without cells named, the script lists every published TCCA/KTCCA cell,
     # and names those whose variants are missing
@@ -112,3 +116,80 @@ def test_same_grid_and_every_published_cell(tmp_path, make_views, robust):
     text = out.read_text()
     assert "Cells with every variant run: 0 of 2." in text
     assert "toy s2: KTCCA" in text.split("Not (fully) rerun:")[1]
+
+
+def _rows(acc: dict, method: str = "tcca") -> pd.DataFrame:
+    """Synthetic fit rows: {(split, r): (val_acc, test_acc)}, one eps, RLS's gamma."""
+    return pd.DataFrame(
+        [
+            {"method": method, "learner": "rls", "split": s, "r": r, "eps": 0.01,
+             "k": None, "gamma": 1.0, "lambda1": None, "lambda2": None,
+             "view": None, "pair": None, "params": "{}", "val_acc": v, "test_acc": t}
+            for (s, r), (v, t) in acc.items()
+        ]
+    )  # fmt: skip
+
+
+def test_off_grid_ranks(tmp_path, robust):
+    # published ranks 5, 10, 15; the other grid 7, 10, 13 (7 and 13 off the grid)
+    test = {5: [0.60, 0.62, 0.64], 10: [0.70, 0.70, 0.73], 15: [0.66, 0.65, 0.67]}
+    val = {5: [0.5, 0.5, 0.5], 10: [0.8, 0.8, 0.8], 15: [0.6, 0.6, 0.6]}
+    # 7: between its neighbours (in line); 13: far above both, and split 0's pick
+    test_other = {7: [0.65, 0.66, 0.68], 10: test[10], 13: [0.95, 0.96, 0.97]}
+    val_other = {7: [0.6, 0.6, 0.6], 10: val[10], 13: [0.9, 0.7, 0.7]}
+    base = _rows({(s, r): (val[r][s], test[r][s]) for r in test for s in range(3)})
+    other = _rows(
+        {
+            (s, r): (val_other[r][s], test_other[r][s])
+            for r in test_other
+            for s in range(3)
+        }
+    )
+    found = robust.off_grid(base, other)
+    assert found["ranks"] == [7, 13]
+    p7, p13 = found["points"]
+    assert p7["in_line"] and not p13["in_line"]
+    assert p7["neighbours"] == pytest.approx({5: 62.0, 10: 71.0})
+    assert p13["neighbours"] == pytest.approx({10: 71.0, 15: 66.0})
+    # tolerance: the largest sample std over the splits of the rank and its neighbours
+    stds = [pd.Series(v).std(ddof=1) for v in (test[10], test[15], test_other[13])]
+    assert p13["tolerance"] == pytest.approx(100 * max(stds))
+    assert p13["mean"] == pytest.approx(96.0)
+    # selected on 5, 10, 15 plus 7 and 13: split 0 picks 13, the others keep 10
+    mean, std, picks = found["selected"]
+    assert picks == [13, 10, 10]
+    chosen = pd.Series([0.95, 0.70, 0.73])
+    assert mean == pytest.approx(100 * chosen.mean())
+    assert std == pytest.approx(100 * chosen.std(ddof=1))
+    # in the table and its summary lines
+    published = tmp_path / "results"
+    _write(published, base)
+    _write(published / "other_grid", other)
+    table = robust.compare([CELL], published, {"other_grid": published / "other_grid"})
+    row = table.iloc[0]
+    assert row[robust.VARIANTS["other_grid"]].startswith("0 of 1 shared ranks differ")
+    assert "r = 13, 10, 10; out of line: r = 13" in row[robust.OFF_GRID]
+    lines = robust.summary_lines(table, [robust.VARIANTS["other_grid"]])
+    assert "Off-grid ranks (7, 13): 1 of 2 cell ranks out of line" in lines
+    assert "picked on validation in 1 of 3 splits" in lines
+    # the prose's numbers are read back from these lines, each found once
+    from _common import facts_of
+
+    facts = facts_of("optimizer_robustness", lines)
+    assert facts["other_grid_differ"] == "0"
+    # the same grid: no off-grid ranks, no off-grid line
+    assert robust.off_grid(base, base)["selected"] is None
+
+
+def test_other_grid_overlay_holds_off_grid_ranks(robust):
+    from tcca_core.registry import R_GRID_PAPER
+
+    overlay = robust.ROOT / "investigations" / "configs" / "other_grid.yaml"
+    text = robust.grid_text(overlay)
+    grid = [int(r) for r in text.split(": ")[1].split(";")[0].split(", ")]
+    off = [r for r in grid if r not in R_GRID_PAPER]
+    shared = [r for r in grid if r in R_GRID_PAPER]
+    # ranks off the paper's grid, and shared ones, at both ends of it
+    assert len(off) >= 3 and min(off) < 10 and max(off) > 200
+    assert len(shared) >= 3
+    assert text.endswith(f"off the paper's grid: {', '.join(map(str, off))}.")

@@ -18,6 +18,8 @@ concept). From them:
   memory across r and at the selected r (the paper's cost figures, as numbers);
 - :mod:`.figures`: :func:`plot_accuracy` and :func:`plot_cost` draw accuracy, time and
   memory against r;
+- :mod:`.glance`: :func:`plot_at_a_glance` draws every cell with a paper number, ours
+  (both protocols, 95 % t-intervals) against the paper's mean ± 2 std;
 - :mod:`.provenance`: :func:`provenance` and :func:`build_summary` make
   ``summary.json``.
 
@@ -30,6 +32,7 @@ from .costs import cost_at_selected, cost_by_r, cost_table, job_costs
 from .figures import _draw as _draw  # read by tests (the figures' drawing, styles)
 from .figures import _style as _style
 from .figures import figure_titles, plot_accuracy, plot_cost
+from .glance import glance_cells, plot_at_a_glance
 from .provenance import (
     build_summary,
     git_commit,
@@ -69,12 +72,14 @@ __all__ = [
     "cost_table",
     "format_pm",
     "git_commit",
+    "glance_cells",
     "job_costs",
     "machine_info",
     "machine_text",
     "method_label",
     "package_versions",
     "plot_accuracy",
+    "plot_at_a_glance",
     "plot_cost",
     "provenance",
     "table_record",
