@@ -523,3 +523,33 @@ def test_the_error_is_the_true_error_when_components_cancel(rng, algorithm):
     U = [np.linalg.qr(rng.standard_normal((d, 3)))[0] for d in (7, 6, 5)]
     cp_error(engine.mttkrp, engine.norm_sq, U, lambda f: calls.append(1))
     assert not calls
+
+
+def test_an_error_the_gram_formula_cannot_resolve_is_no_number(rng):
+    """Without a direct sum (an implicit engine whose unfolding is unaffordable, e.g.
+    KTCCA with six views), cancelling components leave the Gram formula's rounding
+    as large as the error: reported as inf (cp_als then keeps its best resolved
+    iterate), never as a wrong finite error that a race or kept() would prefer."""
+    from tcca_core._als import cp_error
+    from tcca_core._dense import dense_mttkrp
+
+    Y = [_whiten(X, 1e-2) for X in _planted(rng, N=600, dims=(7, 6, 5))]
+    M = np.einsum("ni,nj,nk->ijk", *Y) / len(Y[0])
+
+    def mttkrp(factors, p):
+        return dense_mttkrp(M, factors, p)
+
+    norm_sq = float(np.vdot(M, M))
+    a, b, c = (rng.standard_normal((d, 1)) for d in (7, 6, 5))
+    tiny = 1e-11 * rng.standard_normal((7, 1))
+    cancelling = [
+        np.hstack([1e9 * a, -1e9 * (a + tiny)]),
+        np.hstack([b, b]),
+        np.hstack([c, c]),
+    ]
+    assert cp_error(mttkrp, norm_sq, cancelling) == np.inf
+    # a healthy fit, even a poor one, keeps its finite error without a direct sum
+    U = [np.linalg.qr(rng.standard_normal((d, 3)))[0] for d in (7, 6, 5)]
+    M_hat = np.einsum("ir,jr,kr->ijk", *U)
+    truth = np.linalg.norm(M - M_hat) / np.sqrt(norm_sq)
+    assert cp_error(mttkrp, norm_sq, U) == pytest.approx(truth, rel=1e-9)

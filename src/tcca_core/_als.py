@@ -227,6 +227,10 @@ Residual = Callable[[Sequence[np.ndarray]], "float | None"]
 #: squared error; past this it is replaced by the engine's direct sum (a
 #: well-conditioned fit stays below 2e3: Ads, raw views, cases of BENCHMARKS.md).
 CANCELLATION = 1e6
+#: Terms of the Gram formula this far above ||T||^2 leave no digit of a residual
+#: of the order of ||T||^2 (pairwise sums lose about 1e-15 of their terms): where
+#: no direct sum exists, such an error is unresolved (see :func:`_error`).
+UNRESOLVED = 1e6
 
 
 def cp_error(
@@ -254,10 +258,18 @@ def _error(norm_sq: float, B, factors, grams, residual_sq=None) -> float:
     rec_sq = float(np.sum(hadamard))
     err_sq = norm_sq + rec_sq - 2 * iprod
     scale = norm_sq + float(np.sum(np.abs(hadamard))) + 2 * float(np.sum(np.abs(terms)))
-    if residual_sq is not None and scale > CANCELLATION * max(err_sq, 0.0):
-        direct = residual_sq(factors)
+    if scale > CANCELLATION * max(err_sq, 0.0):
+        direct = residual_sq(factors) if residual_sq is not None else None
         if direct is not None:
             err_sq = direct
+        elif scale > UNRESOLVED * norm_sq:
+            # a degenerate fit (components far larger than T that nearly cancel)
+            # where the residual cannot be summed directly: the Gram formula's
+            # rounding is then of the order of the error itself (KTCCA, six views
+            # of 500 samples: 0.60 reported for a true error above 0.94), and a
+            # wrong low error would be kept as the best iterate. No number is
+            # better than a wrong one: cp_als stops at the best resolved iterate.
+            return float("inf")
     return float(np.sqrt(abs(err_sq) / norm_sq))
 
 
