@@ -167,7 +167,8 @@ def test_prepare_data_skips_with_one_line_or_fails_when_strict(
     line = term.getvalue()
     assert line.count("\n") == 1 and line.startswith("Skipping data set ads: ")
     assert "tried https://example.invalid/ad.zip (Connection refused" in line
-    assert line.rstrip().endswith("put it in d/raw/ads/")
+    assert "put it in d/raw/ads/ (or pass --config mirror=FOLDER" in line
+    assert line.rstrip().endswith("a folder holding ads/<file>)")
     doc = json.loads(status.read_text())
     assert doc == {"dataset": "ads", "available": False, "reason": line[23:].rstrip()}
     with pytest.raises(ValueError, match="'ads' was skipped in this run: cannot"):

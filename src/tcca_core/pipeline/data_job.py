@@ -124,6 +124,11 @@ def prepare_data(
     except errors as exc:
         logger.error("%s", exc)
         line = _one_line(exc, datasets.DATASETS[dataset], data_root)
+        if mirror is None:  # the run's own way to the files, besides data_root
+            line += (
+                f" (or pass --config mirror=FOLDER, a folder holding "
+                f"{dataset}/<file>)"
+            )
         if strict:
             print(
                 f"Data set {dataset} cannot be obtained (strict: the run stops): "
