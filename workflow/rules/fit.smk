@@ -1,7 +1,17 @@
 # Splits, one fit job per dataset x setting x method x split (looping over r inside),
-# and the per-setting gather of the fit results. Paths and parameters come from the
-# run's plan (PLAN, common.smk); the jobs' logic is in tcca_core.pipeline.jobs
-# (draw_splits, run_fit_job, gather_fits).
+# the per-setting gather of the fit results, and the per-setting bundle of every fit
+# row and benchmark that the published results commit (rows/, results/README.md).
+# Paths and parameters come from the run's plan (PLAN, common.smk); the jobs' logic is
+# in tcca_core.pipeline.jobs (draw_splits, run_fit_job, gather_fits) and
+# tcca_core.pipeline.rows (write_rows).
+
+from tcca_core.pipeline.rows import BENCHMARKS as ROWS_BENCHMARKS
+from tcca_core.pipeline.rows import ROWS
+
+
+# bundling reads and writes a few MB: no job of its own on a cluster
+localrules:
+    rows,
 
 
 rule splits:
@@ -58,3 +68,32 @@ rule gather:
         from tcca_core.pipeline import gather_fits
 
         gather_fits(input.fits, output.runs, log[0])
+
+
+rule rows:
+    input:
+        fits=by_wildcards(PLAN.setting_fits),
+        # the fit jobs' whole-job time and RSS (the cost tables')
+        benchmarks=lambda w: [
+            job["benchmark"] for job in PLAN.fit_jobs(w.dataset, w.setting)
+        ],
+    output:
+        rows=f"{RESULTS}/{ROWS}",
+        benchmarks=f"{RESULTS}/{ROWS_BENCHMARKS}",
+    log:
+        f"{LOGS}/rows/{{dataset}}/{{setting}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/rows/{{dataset}}/{{setting}}.tsv"
+    message:
+        "Bundling the fit rows of {wildcards.dataset}/{wildcards.setting} (committed with the results)"
+    run:
+        from tcca_core._io import atomic_write_text
+        from tcca_core.pipeline.rows import write_rows
+
+        n = write_rows(
+            input.fits,
+            output.rows,
+            benchmarks=input.benchmarks,
+            benchmarks_out=output.benchmarks,
+        )
+        atomic_write_text(log[0], f"{n} rows from {len(input.fits)} fit files\n")

@@ -15,6 +15,12 @@ rule table:
     input:
         runs=by_wildcards(PLAN.table_runs),
         benchmarks=by_wildcards(PLAN.table_benchmarks),
+        # not read by the table: its settings' rows (rule rows), committed with it
+        rows=lambda w: [
+            PLAN.path(template, dataset=PLAN.table_dataset(w.table), setting=setting)
+            for setting in PLAN.table_settings(w.table)[1]
+            for template in (ROWS, ROWS_BENCHMARKS)
+        ],
     output:
         csv=f"{RESULTS}/tables/{{table}}.csv",
         md=f"{RESULTS}/tables/{{table}}.md",
@@ -100,6 +106,8 @@ rule reproduction:
         summary=PLAN.summary,
         # the repository's notes, also when --directory points elsewhere
         investigations=str(REPO / "docs" / "investigations.md"),
+        # not read: the file shows it (section "At a glance")
+        glance=f"{RESULTS}/figures/at_a_glance.png",
     output:
         # REPRODUCTION.md only from the full configuration; any other run writes its
         # own file in its folder
@@ -116,9 +124,10 @@ rule reproduction:
         # the notes' includes are relative to the repository, two folders above them
         # (a function of the input: --lint wants no path prefix written out)
         root=lambda w, input: os.path.dirname(os.path.dirname(input.investigations)),
-        # the figures, relative to the reproduction file
-        figures=os.path.relpath(
-            f"{RESULTS}/figures", os.path.dirname(RUN["reproduction"]) or "."
+        # the figures' folder, relative to the reproduction file (a function of the
+        # files: --lint wants no path prefix written out)
+        figures=lambda w, input, output: os.path.relpath(
+            os.path.dirname(input.glance), os.path.dirname(output[0]) or "."
         ),
     message:
         f"Writing {RUN['reproduction']} (our tables beside the paper's, its claims checked)"

@@ -2,7 +2,9 @@
 # (`snakemake --cores N table_ads`), and `full` (every data set, available or not; used
 # for the dry run of the paper's whole grid). They run nothing themselves. Unlike the
 # default target they do not leave out a data set that cannot be obtained: its jobs
-# fail, naming why.
+# fail, naming why. And `check_published`: every number of this run's summary.json
+# and tables (and, for the published results, of the investigations' outputs)
+# recomputed from its committed rows; it builds nothing, so it runs in a fresh clone.
 
 for _dataset in PLAN.datasets:
 
@@ -25,3 +27,24 @@ for _table in PLAN.tables:
 rule full:
     input:
         PLAN.table_outputs(PLAN.tables),
+
+
+# no input: it checks the committed files as they are, and never rebuilds them
+rule check_published:
+    log:
+        f"{LOGS}/check_published.log",
+    localrule: True
+    params:
+        results=RESULTS,
+        # the investigations' outputs read the repository's own published results
+        investigations=(
+            str(REPO / "investigations")
+            if Path(RESULTS).resolve() == (REPO / "results").resolve()
+            else None
+        ),
+    message:
+        f"Recomputing every number of {RESULTS} from its committed rows"
+    run:
+        from tcca_core.pipeline.published import check_or_raise
+
+        check_or_raise(params.results, params.investigations, log[0])

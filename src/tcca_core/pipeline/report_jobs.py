@@ -36,6 +36,8 @@ def build_table(
     jobs: Iterable[Mapping[str, Any]],
     spec: Mapping[str, Any],
     out: Mapping[str, PathLike],
+    *,
+    machine: str | None = None,
 ) -> dict:
     """One table: accuracy (both readings), cost, figures and its JSON record.
 
@@ -54,7 +56,13 @@ def build_table(
         Output paths, keyed as the ``table`` rule's outputs (csv, md, tex,
         csv_best_r, md_best_r, tex_best_r, json, cost, cost_md, cost_tex, cost_by_r,
         accuracy_png, accuracy_pdf, cost_png, cost_pdf, and optionally html: every
-        table of this one on one page, reading (A) first, for the report).
+        table of this one on one page, reading (A) first, for the report). Only
+        csv, csv_best_r, json, cost and cost_by_r are required: the Markdown and
+        LaTeX renderings, the figures (all four or none) and the page are written
+        where named (:mod:`.published` recomputes the numbers without them).
+    machine : str, optional
+        The machine the costs were measured on, as the cost table names it
+        (default: this one, :func:`tcca_core.reporting.machine_text`).
 
     A ``run_note`` in ``spec`` (a reduced run's "reduced run: quick") ends every
     title, of the tables and of the figures, and adds a footnote.
@@ -84,7 +92,7 @@ def build_table(
         runs = pd.concat([pd.read_csv(f) for f in runs], ignore_index=True)
     counts = sorted(int(t) for t in runs["threads"].dropna().unique())
     threads: int | list[int] = counts[0] if len(counts) == 1 else counts
-    machine = reporting.machine_text()
+    machine = machine if machine is not None else reporting.machine_text()
 
     # Accuracy, both readings. No timing in these files: reruns reproduce them exactly.
     records = {}
@@ -97,8 +105,8 @@ def build_table(
         reporting.write_table(
             table,
             csv=out[f"csv{suffix}"],
-            md=out[f"md{suffix}"],
-            tex=out[f"tex{suffix}"],
+            md=out.get(f"md{suffix}"),
+            tex=out.get(f"tex{suffix}"),
             title=f"{title} [{reporting.READINGS[reading]}]{mark}",
             label=f"tab:{name}{suffix}",
             notes=notes,
@@ -122,8 +130,8 @@ def build_table(
     reporting.write_table(
         cost,
         csv=out["cost"],
-        md=out["cost_md"],
-        tex=out["cost_tex"],
+        md=out.get("cost_md"),
+        tex=out.get("cost_tex"),
         title=f"Fit time and peak memory at the selected r: {title}{mark}",
         label=f"tab:{name}_cost",
         notes=cost_notes,
@@ -136,23 +144,24 @@ def build_table(
 
     # Figures.
     curves = reporting.accuracy_curves(runs)
-    accuracy_title, cost_title = reporting.figure_titles(f"{title}{mark}")
-    reporting.plot_accuracy(
-        curves,
-        columns,
-        [out["accuracy_png"], out["accuracy_pdf"]],
-        title=accuracy_title,
-        same_as=same_as,
-        paper=paper,
-    )
-    reporting.plot_cost(
-        reporting.cost_by_r(runs),
-        columns,
-        [out["cost_png"], out["cost_pdf"]],
-        title=cost_title,
-        subtitle=f"{machine}; threads per job: {threads}",
-        same_as=same_as,
-    )
+    if out.get("accuracy_png"):
+        accuracy_title, cost_title = reporting.figure_titles(f"{title}{mark}")
+        reporting.plot_accuracy(
+            curves,
+            columns,
+            [out["accuracy_png"], out["accuracy_pdf"]],
+            title=accuracy_title,
+            same_as=same_as,
+            paper=paper,
+        )
+        reporting.plot_cost(
+            reporting.cost_by_r(runs),
+            columns,
+            [out["cost_png"], out["cost_pdf"]],
+            title=cost_title,
+            subtitle=f"{machine}; threads per job: {threads}",
+            same_as=same_as,
+        )
 
     record = reporting.table_record(
         name,
