@@ -126,8 +126,7 @@ def prepare_data(
         line = _one_line(exc, datasets.DATASETS[dataset], data_root)
         if mirror is None:  # the run's own way to the files, besides data_root
             line += (
-                f" (or pass --config mirror=FOLDER, a folder holding "
-                f"{dataset}/<file>)"
+                f" (or pass --config mirror=FOLDER, a folder holding {dataset}/<file>)"
             )
         if strict:
             print(
