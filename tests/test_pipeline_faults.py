@@ -448,7 +448,8 @@ def _without_timing(path: Path) -> bytes:
 
 
 def result_files(work: Path) -> dict[str, bytes]:
-    """Every result a user reads, timing aside: fits, gathered runs, tables (all of
+    """Every result a user reads, timing aside (the committed rows/ bundle carries the
+    fits' timings, and its cells are the fits' own): fits, gathered runs, tables (all of
     them, cost tables without their timing columns; .md/.tex cost tables and cost
     figures are renderings of timings, and so are the report's HTML pages, which show
     the accuracy tables above the cost table), accuracy figures and the summary."""
@@ -456,7 +457,12 @@ def result_files(work: Path) -> dict[str, bytes]:
     for path in sorted((work / "results").rglob("*")):
         rel = path.relative_to(work).as_posix()
         if not path.is_file() or rel.startswith(
-            ("results/benchmarks/", "results/splits/", "results/report/")
+            (
+                "results/benchmarks/",
+                "results/splits/",
+                "results/report/",
+                "results/rows/",
+            )
         ):
             continue
         if "_cost" in path.name and path.suffix != ".csv":

@@ -57,6 +57,7 @@ PUBLISHED_PARTS = (
     "summary.json",
     "grid_cost.csv",
     "fits",
+    "rows",
     "runs",
     "splits",
     "benchmarks",
