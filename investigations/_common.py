@@ -108,9 +108,10 @@ def write(rows: list[dict], title: str, notes: str, out: str | None, name: str):
     save(text, Path(out) if out else RESULTS / f"{name}.md")
 
 
-def save(text: str, path) -> None:
-    """Write an investigation's Markdown output and its data (and show it)."""
-    hand_over(text, path)
+def save(text: str, path, *, data: dict | None = None) -> None:
+    """Write an investigation's Markdown output and its data (and show it);
+    ``data``: what else the script stores in its data (hand_over)."""
+    hand_over(text, path, data=data)
     print(text)
 
 
@@ -136,6 +137,23 @@ FACTS = {
         "other_grid_shared": "Other r grid: {*} of {} shared",
         "cells_complete": "Cells with every variant run: {} of",
         "cells": "Cells with every variant run: {*} of {}.",
+        "off_grid_out_of_line": "Off-grid ranks ({*}): {} of",
+        "off_grid_points": "Off-grid ranks ({*}): {*} of {} cell ranks",
+        "off_grid_picked": "picked on validation in {} of",
+        "off_grid_splits": "picked on validation in {*} of {} splits",
+        "off_grid_beyond": "cells moved beyond noise: {} of",
+        "off_grid_cells": "cells moved beyond noise: {*} of {} (",
+    },
+    "grid_edges": {
+        "edge_cells": "Cells at the lowest r of their grid: {};",
+        "judged": "judged on the extended grid: {}.",
+        "splits_below": "Splits that pick an r below the paper's grid: {} of",
+        "splits": "Splits that pick an r below the paper's grid: {*} of {},",
+        "cells_below": "in {} of {*} cells; largest change",
+        "largest_change": "largest change: {} points",
+        "crossed": "Cells that cross the paper's mean ± 2 std: {}",
+        "verdicts_moved": "Verdicts of the paper's claims that move: {} of",
+        "claims": "Verdicts of the paper's claims that move: {*} of {}.",
     },
     "secstr_bsf": {
         "majority_class": "Majority class: {} %",
@@ -208,9 +226,13 @@ def facts_of(stem: str, text: str) -> dict[str, str]:
     return out
 
 
-def hand_over(text: str, path, *, stamp: bool = True) -> None:
+def hand_over(text: str, path, *, stamp: bool = True, data: dict | None = None) -> None:
     """Write the data of an output (its tables and facts) beside it, <stem>.json,
     keeping what else a script stores there (nuswide_cost's measured jobs).
+
+    ``data``: keys the script stores there now (they replace those of the same
+    name), written in the same step as the tables and facts, so that no later write
+    of the script's own drops them.
 
     ``stamp``: also (re)write the output itself, ``text`` ending with the provenance
     of this tree and this command (tcca_core.reporting.provenance.stamp_text), as
@@ -223,14 +245,15 @@ def hand_over(text: str, path, *, stamp: bool = True) -> None:
         text = stamp_text(text, output_stamp(REPO, command()))
         atomic_write_text(path, text)
     data_path = path.with_suffix(".json")
-    data = json.loads(data_path.read_text()) if data_path.is_file() else {}
-    data.update(tables=tables_of(text), facts=facts_of(path.stem, text))
+    doc = json.loads(data_path.read_text()) if data_path.is_file() else {}
+    doc.update(data or {})
+    doc.update(tables=tables_of(text), facts=facts_of(path.stem, text))
     recorded = read_stamp(text)
     if recorded is None:
-        data.pop("provenance", None)
+        doc.pop("provenance", None)
     else:
-        data["provenance"] = recorded
-    atomic_write_text(data_path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+        doc["provenance"] = recorded
+    atomic_write_text(data_path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
 
 
 def read_fits(folder: Path, cell: str) -> pd.DataFrame | None:

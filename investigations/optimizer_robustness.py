@@ -300,10 +300,16 @@ def published_cells(published: Path) -> list[str]:
     )
 
 
+def overlay_grid(overlay: Path) -> list[int] | None:
+    """The other r grid, as its overlay lists it (None if it lists none)."""
+    grid = yaml.safe_load(Path(overlay).read_text(encoding="utf-8")).get("r_grid")
+    return [int(r) for r in grid] if isinstance(grid, list) else None
+
+
 def grid_text(overlay: Path) -> str:
     """What the other r grid is, read from its overlay (ranks off the paper's grid)."""
-    grid = yaml.safe_load(Path(overlay).read_text(encoding="utf-8")).get("r_grid")
-    if not isinstance(grid, list):
+    grid = overlay_grid(overlay)
+    if grid is None:
         return ""
     off = [r for r in grid if r not in R_GRID_PAPER]
     return (
@@ -353,7 +359,10 @@ def main(argv=None) -> int:
         + summary_lines(table, variant_cols)
         + "\n"
     )
-    save(text, args.out)
+    # the grid beside the tables: REPRODUCTION.md's sentence on this column reads
+    # it (tcca_core.reproduction.sentences.recorded_grid)
+    grid = overlay_grid(overlay)
+    save(text, args.out, data=None if grid is None else {"other_grid": grid})
     return 0
 
 

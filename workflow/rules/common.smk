@@ -1,10 +1,7 @@
-# The configuration's checks and the run's plan. No rules here: every fact the rules
-# use (paths, settings, jobs and their parameters) is resolved once, by
-# tcca_core.pipeline.plan.build_plan, and only looked up here (PLAN). The checks run
-# before any job ("invalid config: <key>: <what is wrong>"): keys given twice, the
-# JSON schema with the registry's names, Snakemake's validation (it fills in the
-# defaults), the folders (links resolved), then cross-references, options, r grids
-# and the values only the data sets' facts exclude (build_plan).
+# The configuration's checks and the run's plan; no rules. Every fact the rules use is
+# resolved once by tcca_core.pipeline.plan.build_plan and looked up here (PLAN). The
+# checks run before any job ("invalid config: <key>: <what is wrong>"): duplicate keys,
+# schema, folders, cross-references, options, r grids, the data sets' facts.
 
 import functools
 import inspect
@@ -75,9 +72,8 @@ def data_routes():
 
 def skip_notices():
     """One line per data set that cannot be had (what was tried, what to download,
-    where to put it), printed before the first job of a real run only: `onstart`
-    (the Snakefile) runs neither for --lint nor for a dry run (-n), nor in the jobs of
-    a cluster."""
+    where to put it), before the first job of a real run only (`onstart`: neither for
+    --lint nor a dry run -n, nor in a cluster's jobs)."""
     for dataset, (route, why) in data_routes().items():
         if route == "skip":
             logger.warning(f"Skipping data set {dataset}: {why}")
@@ -126,12 +122,19 @@ def usable_datasets():
 
 def final_outputs(wildcards):
     """Every table and figure of the data sets at hand, and the summary; the status
-    files make this target depend on every prepare_data checkpoint, so that a data
-    set found bad when prepared drops out of the plan when it ends."""
+    files make it wait for every prepare_data (a data set found bad drops out)."""
     dry_run_note()
     tables = PLAN.tables_of(usable_datasets())
-    outputs = PLAN.table_outputs(tables) + [PLAN.summary] if tables else []
+    glance = f"{RESULTS}/figures/at_a_glance.png"
+    outputs = PLAN.table_outputs(tables) + [PLAN.summary, glance] if tables else []
     return outputs + PLAN.status_files(data_routes())
+
+
+def glance_inputs(wildcards):
+    """The summary, and for the published run the equal-tuning data (glance.smk)."""
+    equal = Path(workflow.basedir).parent / "investigations/results/equal_tuning.json"
+    published = {"equal_tuning": str(equal)} if RUN["published"] else {}
+    return {"summary": PLAN.summary, **published}
 
 
 def summary_inputs(wildcards):

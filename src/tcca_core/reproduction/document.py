@@ -450,6 +450,7 @@ def build(
             reduced=_reduced_run(summary),
             provenance=_provenance(summary),
             tables=[_table_section(summary, t, figures) for t in tables],
+            figures=figures,
             not_run=[
                 (t, why)
                 for t, why in missing.items()
