@@ -58,6 +58,7 @@ import numpy as np
 import yaml
 from _common import hand_over
 
+from tcca_core._io import atomic_write_text
 from tcca_core.datasets import nuswide
 from tcca_core.pipeline.config import r_grid_of, resolve_settings
 from tcca_core.pipeline.jobs import draw_splits, prepare_data
@@ -214,14 +215,13 @@ def main(argv=None) -> int:
     if args.report:
         docs = [json.loads(Path(p).read_text()) for p in args.report]
         prep = max((d["prepare"] for d in docs), key=lambda p: p["lines"])
-        commands = [d["command"] for d in docs if d.get("command")]
+        # a run's "command", or the "commands" of a report made from runs
+        commands = [
+            c for d in docs for c in d.get("commands") or [d.get("command")] if c
+        ]
         commands.append(_command(argv))
         jobs = [j for d in docs for j in d["jobs"]]
-        report(jobs, prep, commands, args.out)
-        Path(args.out).with_suffix(".json").write_text(
-            json.dumps({"commands": commands, "prepare": prep, "jobs": jobs}, indent=1)
-            + "\n"
-        )
+        report(jobs, prep, commands, args.out)  # its data: these jobs too
         return 0
 
     config = yaml.safe_load(Path(args.config).read_text())
@@ -276,11 +276,13 @@ def main(argv=None) -> int:
                                  "size": size, "n_rows": n_rows, **m})  # fmt: skip
                     print(f"{size:>6} {setting} {method:<9} {m['cpu_s']:8.1f} s CPU "
                           f"{m['wall_s']:8.1f} s wall", flush=True)  # fmt: skip
-                    Path(args.out).with_suffix(".json").write_text(
+                    # the jobs so far (a run cut short can still be reported)
+                    atomic_write_text(
+                        Path(args.out).with_suffix(".json"),
                         json.dumps(
                             {"command": _command(argv), "prepare": prep, "jobs": jobs},
                             indent=1,
-                        )
+                        ),
                     )
     report(jobs, prep, [_command(argv)], args.out)
     return 0
@@ -314,6 +316,8 @@ def report(jobs: list[dict], prep: dict, commands: list[str], out: str) -> None:
     A linear-table job measured at the real size (within 1 % of the paper's N)
     counts as measured; the a + b N fit over its smaller sizes is shown beside it,
     as a check of the scaling assumption. Otherwise the fit is the estimate.
+    The data beside ``out`` (hand_over) keep ``jobs``, ``prep`` and ``commands``,
+    so that the report can be made again from them (``--report``).
     """
     rows, real_times = [], []
     # (predicted, measured, method) at the real size
@@ -442,8 +446,9 @@ def report(jobs: list[dict], prep: dict, commands: list[str], out: str) -> None:
     text = "#### NUS-WIDE: the cost of the two missing tables\n\n" + notes + "\n\n"
     text += "\n".join(table_lines) + "\n"
     Path(out).parent.mkdir(parents=True, exist_ok=True)
-    Path(out).write_text(text)
-    hand_over(text, out)  # its tables and facts, beside the measured jobs
+    # the text and, beside it, its tables, facts and provenance with the measured
+    # jobs, in one write (nothing written after it drops them)
+    hand_over(text, out, data={"commands": commands, "prepare": prep, "jobs": jobs})
     print(text)
 
 

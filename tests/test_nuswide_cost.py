@@ -81,3 +81,41 @@ def test_report_uses_the_real_size_when_it_was_run(cost, tmp_path):
         "predicted 9 min for them against 42 min measured (-80 %); without TCCA, "
         "2 min against 2 min (+12 %)."
     ) in text
+
+
+def test_report_mode_keeps_the_data_of_the_report(cost, tmp_path):
+    """--report writes the data beside the report once, with its tables, facts and
+    provenance as well as the jobs (it once rewrote the .json after hand_over and
+    dropped them); the data it writes can be reported again."""
+    jobs = [
+        _job("nuswide_linear", "tcca", 1000, 100.0),
+        _job("nuswide_linear", "tcca", 2000, 200.0),
+    ]
+    runs = []
+    for i, job in enumerate(jobs):
+        run = tmp_path / f"run{i}.json"
+        prep = {"lines": 24_099 + i, "cpu_s": 0.3}
+        run.write_text(json.dumps({"command": f"cmd {i}", "prepare": prep,
+                                   "jobs": [job]}))  # fmt: skip
+        runs.append(str(run))
+    out = tmp_path / "nuswide_cost.md"  # its stem names the facts (_common.FACTS)
+    assert cost.main(["--report", *runs, "--out", str(out)]) == 0
+    data = json.loads(out.with_suffix(".json").read_text())
+    assert data["jobs"] == jobs
+    assert data["prepare"] == {"lines": 24_100, "cpu_s": 0.3}  # the most lines
+    assert data["commands"][:2] == ["cmd 0", "cmd 1"]
+    assert data["commands"][2].startswith("python investigations/nuswide_cost.py")
+    # what hand_over adds: the tables and facts of the text, and where it comes from
+    assert data["facts"]["fit_jobs"] == "3"  # 3 linear columns, one method
+    assert data["tables"] and data["tables"][0]["rows"]
+    assert set(data["provenance"]) >= {"commit", "dirty", "source_digest"}
+    text = out.read_text()
+    assert "then 3 fit jobs" in text
+    # the data of a report are a run of --report again: the same jobs, one more command
+    again = tmp_path / "again" / "nuswide_cost.md"
+    assert (
+        cost.main(["--report", str(out.with_suffix(".json")), "--out", str(again)]) == 0
+    )
+    redone = json.loads(again.with_suffix(".json").read_text())
+    assert redone["jobs"] == jobs and redone["commands"][:3] == data["commands"]
+    assert redone["facts"] == data["facts"]

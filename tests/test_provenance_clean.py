@@ -178,6 +178,10 @@ def workflow_checkout(tmp_path_factory) -> Path:
     shutil.copy(REPO / "docs" / "investigations.md", repo / "docs.md")
     (repo / "docs").mkdir()
     shutil.move(repo / "docs.md", repo / "docs" / "investigations.md")
+    # the published run's at-a-glance figure reads equal tuning's data (glance.smk)
+    equal = Path("investigations") / "results" / "equal_tuning.json"
+    (repo / equal.parent).mkdir(parents=True)
+    shutil.copy(REPO / equal, repo / equal)
     config = yaml.safe_load((REPO / ".test" / "config" / "config.yaml").read_text())
     config["datasets"]["nuswide"]["settings"] = {
         "linear2": {
@@ -203,6 +207,7 @@ def _run(repo, *args):
     return res, res.stdout + res.stderr
 
 
+@pytest.mark.slow  # three runs of the workflow, about 3.5 min (.ci/run runs it)
 @needs_git
 def test_the_full_configuration_publishes_only_from_a_clean_tree(workflow_checkout):
     """Dirty: the dry run shows the plan, the real run stops before any job; a run
@@ -237,6 +242,7 @@ def test_the_full_configuration_publishes_only_from_a_clean_tree(workflow_checko
     assert prov["run"]["published"] is True
 
 
+@pytest.mark.slow  # needs the published run of the test before
 @needs_git
 def test_reproduction_alone_and_other_folders_run_from_a_dirty_tree(
     workflow_checkout,
