@@ -6,17 +6,6 @@
 # tcca_core.reporting.plot_at_a_glance draws it.
 
 
-def glance_inputs(wildcards):
-    """The summary, and the equal-tuning data when this run is the published one."""
-    inputs = {"summary": PLAN.summary}
-    if RUN["published"]:
-        root = Path(workflow.basedir).parent
-        inputs["equal_tuning"] = str(
-            root / "investigations" / "results" / "equal_tuning.json"
-        )
-    return inputs
-
-
 # one small figure: run where the summary is, never submitted to a cluster
 localrules:
     glance,
@@ -24,7 +13,7 @@ localrules:
 
 rule glance:
     input:
-        unpack(glance_inputs),
+        unpack(glance_inputs),  # common.smk
     output:
         png=report(
             f"{RESULTS}/figures/at_a_glance.png",
