@@ -391,6 +391,8 @@ def cp_als(
     (:data:`CANCELLATION`). The result's :attr:`CPResult.kept` is the iterate of
     lowest error.
     """
+    from ._tensors import record_combination
+
     if resume is not None:
         factors = list(resume.factors)
         errors = list(resume.errors)
@@ -434,6 +436,9 @@ def cp_als(
         if linesearch and iteration >= 1 and err > 0:
             step = n_iter ** (1.0 / acc_pow)
             jump = [U + step * (U - U0) for U, U0 in zip(factors, before, strict=True)]
+            for J, U, U0 in zip(jump, factors, before, strict=True):
+                # an engine holding Y U and Y U0 combines them instead of a product
+                record_combination(J, ((1.0 + step, U), (-step, U0)))
             jump_err = cp_error(mttkrp, norm_sq, jump, residual_sq)
             if jump_err < err:
                 factors, err, acc_fail = jump, jump_err, 0
@@ -443,6 +448,7 @@ def cp_als(
                 acc_fail += 1
                 if acc_fail == 4:
                     acc_pow, acc_fail = acc_pow + 1.0, 0
+            del jump  # a rejected jump's arrays (and the engine's products) go now
         factors, grams = _balance(factors, grams)
         errors.append(err)
         if best_n == 0 or err < errors[best_n - 1]:

@@ -4,7 +4,8 @@ One-hot and bag-of-words views (SecStr, Ads) have few non-zeros per row, so the
 raw moments E[x_p o x_q o ...] of their sparse forms cost N prod(nnz_p) sparse
 multiply-adds instead of N prod(d_p) flops; centering and whitening them gives M
 exactly (:func:`_sparse_moment`). :func:`sparse_moment_cost` is the cost model that
-decides when this pays.
+decides when this pays. :func:`csr_rows_dot_add` and :func:`csr_rows_tdot_add` are
+the implicit engine's products of a block of sparse rows, in place.
 """
 
 from __future__ import annotations
@@ -21,6 +22,56 @@ if TYPE_CHECKING:
 #: Cost of one sparse multiply-add (row-wise Kronecker product, sparse-sparse
 #: product) relative to one GEMM flop, in the cost models.
 _SPARSE_OP_COST = 200.0
+
+try:  # scipy's own CSR x dense kernels, which add into a given output array
+    from scipy.sparse._sparsetools import csc_matvecs as _csc_matvecs
+    from scipy.sparse._sparsetools import csr_matvecs as _csr_matvecs
+except ImportError:  # a scipy without them: the public products (one copy more)
+    _csr_matvecs = _csc_matvecs = None
+
+
+def _raw_ok(X, *dense: np.ndarray) -> bool:
+    """Whether scipy's kernels may run on CSR ``X`` and the float64 ``dense`` arrays.
+
+    They write through the arrays' memory, so every array must be C-contiguous
+    (a non-contiguous output would be copied and the result lost) and of the
+    kernel's types.
+    """
+    return (
+        _csr_matvecs is not None
+        and X.data.dtype == np.float64
+        and X.indices.dtype == X.indptr.dtype
+        and all(a.dtype == np.float64 and a.flags.c_contiguous for a in dense)
+    )
+
+
+def csr_rows_dot_add(X, start: int, stop: int, D: np.ndarray, out: np.ndarray) -> None:
+    """Add X[start:stop] @ D to ``out`` for CSR ``X``, in place, without slicing X.
+
+    scipy's kernel reads the rows' slice of ``indptr`` (its offsets index the
+    whole ``indices`` and ``data``), so a block of rows costs neither a CSR copy
+    nor a temporary product.
+    """
+    if _raw_ok(X, D, out):
+        n, r = stop - start, D.shape[1]
+        ptr = X.indptr[start : stop + 1]
+        _csr_matvecs(n, X.shape[1], r, ptr, X.indices, X.data, D.ravel(), out.ravel())
+    else:
+        out += X[start:stop] @ D
+
+
+def csr_rows_tdot_add(X, start: int, stop: int, H: np.ndarray, out: np.ndarray) -> None:
+    """Add X[start:stop].T @ H to ``out`` for CSR ``X`` (see :func:`csr_rows_dot_add`).
+
+    X[start:stop].T is the CSC matrix of the same arrays, so scipy's CSC kernel
+    scatters the block's rows of H into ``out`` (d x r, in cache).
+    """
+    if _raw_ok(X, H, out):
+        n, r = stop - start, H.shape[1]
+        ptr = X.indptr[start : stop + 1]
+        _csc_matvecs(X.shape[1], n, r, ptr, X.indices, X.data, H.ravel(), out.ravel())
+    else:
+        out += X[start:stop].T @ H
 
 
 def _prod(values) -> float:

@@ -27,6 +27,7 @@ costs two passes over M instead of m.
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,6 +39,8 @@ from ._sparse_moments import (  # noqa: F401  (re-exported for the engines)
     _prod,
     _sparse_forms,
     _sparse_moment,
+    csr_rows_dot_add,
+    csr_rows_tdot_add,
     sparse_moment_cost,
 )
 
@@ -134,8 +137,9 @@ class WhitenedView:
             Y = self.Y
             assert Y is not None  # a dense view always has Y
             return Y @ U
-        WU = self.W @ U
-        return np.asarray(self.X @ WU) - self.mean @ WU
+        out = np.empty((self.N, np.shape(U)[1]))
+        self.dot_rows(0, self.N, self.operand(U), out)
+        return out
 
     def tdot(self, H: np.ndarray) -> np.ndarray:
         """Y.T @ H, shape (d, r)."""
@@ -145,6 +149,42 @@ class WhitenedView:
             return Y.T @ H
         XtH = np.asarray(self.X.T @ H) - np.outer(self.mean, H.sum(axis=0))
         return self.W.T @ XtH
+
+    def operand(self, U: np.ndarray):
+        """Return what :meth:`dot_rows` multiplies by: U, or (W U, mean^T W U)."""
+        if not self.is_sparse:
+            return U
+        WU = np.ascontiguousarray(self.W @ U, dtype=np.float64)
+        return WU, self.mean @ WU
+
+    def dot_rows(self, start: int, stop: int, operand, out: np.ndarray) -> None:
+        """Write Y[start:stop] @ U into ``out`` (``operand``: :meth:`operand`'s).
+
+        A sparse view's block is centred, then X (W U) is added in place.
+        """
+        if not self.is_sparse:
+            Y = self.Y
+            assert Y is not None  # a dense view always has Y
+            np.matmul(Y[start:stop], operand, out=out)
+            return
+        WU, shift = operand
+        out[:] = -shift
+        csr_rows_dot_add(self.X, start, stop, WU, out)
+
+    def tdot_rows(self, start: int, stop: int, H: np.ndarray, acc: np.ndarray) -> None:
+        """Add Y[start:stop].T @ H to ``acc`` (sparse: X's, see :meth:`tdot_finish`)."""
+        if self.is_sparse:
+            csr_rows_tdot_add(self.X, start, stop, H, acc)
+            return
+        Y = self.Y
+        assert Y is not None  # a dense view always has Y
+        acc += Y[start:stop].T @ H
+
+    def tdot_finish(self, acc: np.ndarray, colsum: np.ndarray) -> np.ndarray:
+        """Y.T @ H from :meth:`tdot_rows`' sum over all rows and H's column sums."""
+        if not self.is_sparse:
+            return acc
+        return self.W.T @ (acc - np.outer(self.mean, colsum))
 
     def rows(self, start: int, stop: int) -> np.ndarray:
         """Dense block Y[start:stop]."""
@@ -175,39 +215,150 @@ def _block_rows(N: int, row_bytes: int) -> int:
     return int(max(1, min(N, _BLOCK_BYTES // max(row_bytes, 1))))
 
 
+#: Projections Y_q U_q kept per mode: two (the current factor's and the one before,
+#: which the line search combines) and m spares (:class:`ImplicitMoment`) where
+#: those 3 m fit in this many bytes; else one and one spare, as many as before.
+_CACHE_BYTES = 4 * 1024**3
+
+#: Bytes of one N x r block of the fused MTTKRP (:meth:`ImplicitMoment.mttkrp`).
+_FUSED_BYTES = 512 * 1024
+
+#: Views sparse or narrower than this recompute a combination's projection rather
+#: than combine the known ones (memory-bound passes that cost more, measured).
+_COMBINE_MIN_D = 32
+
+#: Factors known to be linear combinations of others (:func:`record_combination`).
+_COMBINATIONS: dict[int, tuple] = {}
+
+
+def record_combination(new: np.ndarray, terms) -> None:
+    """Record that ``new = sum(coef * old for coef, old in terms)``.
+
+    ALS's line search makes its jumps so (U + s (U - U0)): an engine holding Y U and
+    Y U0 then has Y new = (1 + s) Y U - s Y U0 in O(N r) instead of a GEMM. The
+    record holds weak references only and goes when ``new`` does.
+    """
+    weakref.finalize(new, _COMBINATIONS.pop, id(new), None)
+    _COMBINATIONS[id(new)] = (
+        weakref.ref(new),
+        tuple((c, weakref.ref(U)) for c, U in terms),
+    )
+
+
+def combination_of(U) -> list | None:
+    """Return ``[(coef, old), ...]`` recorded for ``U``, or None."""
+    entry = _COMBINATIONS.get(id(U))
+    if entry is None or entry[0]() is not U:
+        return None
+    terms = [(c, ref()) for c, ref in entry[1]]
+    return None if any(old is None for _, old in terms) else terms
+
+
 class ImplicitMoment:
     """M = (1/N) sum_n y_1n o ... o y_mn, held as its rank-N CP factors.
 
-    ``mttkrp`` caches the projections Y_q U_q and recomputes one only when ALS has
-    replaced U_q, so a sweep costs two products with each Y_p.
+    ``mttkrp`` caches the projections Y_q U_q (by the identity of U_q, held
+    weakly) and recomputes one only when ALS has replaced U_q, so a sweep costs
+    two products with each Y_p. A factor recorded as a combination of factors
+    whose projections are cached (:func:`record_combination`: the line search's
+    jumps) gets the same combination of projections instead of a product.
     """
 
     def __init__(self, views: Sequence[WhitenedView]):
         self.views = list(views)
         self.N = self.views[0].N
         self.dims = [v.d for v in self.views]
-        self._cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        # per mode, [(weak reference to U_q, Y_q U_q)], oldest first
+        self._cache: list[list[tuple[Any, np.ndarray]]] = [[] for _ in self.views]
+        # projections no longer cached, reused as new ones: a fresh N x r array
+        # costs page faults that cost as much as filling it (mapped, zeroed pages)
+        self._spare: list[np.ndarray] = []
+        self._spares = len(self.views)  # the most kept (see _CACHE_BYTES)
 
-    def project(self, factors: Sequence[np.ndarray], q: int) -> np.ndarray:
-        hit = self._cache.get(q)
-        if hit is not None and hit[0] is factors[q]:
-            return hit[1]
-        P = self.views[q].dot(factors[q])
-        self._cache[q] = (factors[q], P)
-        return P
+    def _cached(self, q: int, U) -> np.ndarray | None:
+        return next((P for ref, P in self._cache[q] if ref() is U), None)
+
+    def _store(self, q: int, U, P: np.ndarray) -> None:
+        entries, spare, m = self._cache[q], self._spare, len(self.views)
+        keep = 2 if 3 * m * P.nbytes <= _CACHE_BYTES else 1
+        self._spares = m if keep > 1 else 1
+
+        def drop(gone):
+            spare[:] = [*spare, *(e[1] for e in gone)][-self._spares :]
+
+        def forget(ref):  # U is gone: so is its projection
+            drop([e for e in entries if e[0] is ref])
+            entries[:] = [e for e in entries if e[0] is not ref]
+
+        try:
+            ref = weakref.ref(U, forget)
+        except TypeError:  # not an array (a list): not cached
+            return
+        drop(entries[: max(len(entries) + 1 - keep, 0)])
+        del entries[: max(len(entries) + 1 - keep, 0)]
+        entries.append((ref, P))
+
+    def _source(self, q: int, U, spare: list):
+        """(P, how): the cached Y_q U_q and None, or a P to fill and how to."""
+        P = self._cached(q, U)
+        if P is not None:
+            return P, None
+        r = np.shape(U)[1]
+        reuse = [i for i, S in enumerate(spare) if S.shape[1] == r]
+        out = spare.pop(reuse[-1]) if reuse else np.empty((self.N, r))
+        view = self.views[q]
+        terms = None
+        if not view.is_sparse and view.d >= _COMBINE_MIN_D:
+            terms = combination_of(U)
+        if terms is not None:
+            known = [(c, self._cached(q, V)) for c, V in terms]
+            if all(P is not None for _, P in known):
+                return out, known
+        return out, view.operand(U)
 
     def mttkrp(self, factors: Sequence[np.ndarray], p: int) -> np.ndarray:
-        H = None
-        for q in range(len(self.views)):
-            if q == p:
-                continue
-            P = self.project(factors, q)
-            if H is None:
-                H = P.copy()
-            else:
-                H *= P
-        assert H is not None  # M has at least two modes
-        return self.views[p].tdot(H) / self.N
+        """Y_p^T (Hadamard_{q != p} Y_q U_q) / N, by blocks of rows.
+
+        Each block of the projections is made (or read), multiplied and handed to
+        the product with Y_p while in cache, so no N x r intermediate is written
+        but the projections that the cache keeps.
+        """
+        others = [q for q in range(len(self.views)) if q != p]
+        # spares taken now cannot be in use: only what a past call dropped
+        spare, self._spare[:] = list(self._spare), []
+        sources = [self._source(q, factors[q], spare) for q in others]
+        r = sources[0][0].shape[1]
+        view = self.views[p]
+        acc = np.zeros((view.X.shape[1] if view.is_sparse else view.d, r))
+        colsum = np.zeros(r)
+        B = int(max(64, _FUSED_BYTES // (8 * max(r, 1))))
+        buf = np.empty((min(B, self.N), r))
+        for start in range(0, self.N, B):
+            stop = min(start + B, self.N)
+            blocks = []
+            for q, (P, how) in zip(others, sources, strict=True):
+                block = P[start:stop]
+                if isinstance(how, list):  # a combination of known projections
+                    (c, first), *rest = how
+                    np.multiply(first[start:stop], c, out=block)
+                    for c, other in rest:
+                        block += c * other[start:stop]
+                elif how is not None:
+                    self.views[q].dot_rows(start, stop, how, block)
+                blocks.append(block)
+            H = blocks[0]
+            if len(blocks) > 1:
+                H = np.multiply(blocks[0], blocks[1], out=buf[: stop - start])
+                for b in blocks[2:]:
+                    H *= b
+            view.tdot_rows(start, stop, H, acc)
+            if view.is_sparse:
+                colsum += H.sum(axis=0)
+        for q, (P, how) in zip(others, sources, strict=True):
+            if how is not None:
+                self._store(q, factors[q], P)
+        self._spare[:] = [*spare, *self._spare][-self._spares :]
+        return view.tdot_finish(acc, colsum) / self.N
 
     def norm_method(self) -> str:
         """Return the cheapest exact route to ||M||^2 (see :func:`norm_costs`)."""
