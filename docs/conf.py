@@ -19,6 +19,7 @@ import sys
 from fnmatch import fnmatch
 from pathlib import Path
 
+from docutils import nodes
 from sphinx import addnodes
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
@@ -153,25 +154,80 @@ REPOSITORY_PAGES = {
 }
 
 
+def _repository_page(path: Path, srcdir: Path, docs: set[str]) -> str | None:
+    """Return the page here that shows a repository file, or None."""
+    stem = path.with_suffix("")
+    try:
+        rel = stem.relative_to(ROOT).as_posix()
+    except ValueError:
+        return None
+    if rel in REPOSITORY_PAGES:
+        return REPOSITORY_PAGES[rel]
+    try:
+        docname = stem.relative_to(srcdir).as_posix()
+    except ValueError:
+        return None
+    return docname if docname in docs else None
+
+
 class _RepositoryLinks(SphinxPostTransform):
-    """Point Markdown links to the repository's guides at their pages here."""
+    """Point Markdown links to the repository's files at their pages here.
+
+    A link in a page of docs/ to a guide shown by an include page goes to that
+    page. A link in an included repository file (REPRODUCTION.md's
+    ``docs/deviations.md#reporting``) is written as GitHub reads it, relative to
+    that file, while MyST reads it relative to the including page: it is resolved
+    from the file's own folder here, and one to a file the site does not show
+    (``investigations/results/variance.md``) keeps its text without a link, its
+    path shown where the text was the file's name.
+    """
 
     default_priority = 8  # before MyST's resolver (9)
 
     def run(self, **kwargs):
-        srcdir = Path(self.env.srcdir)
-        for node in self.document.findall(addnodes.pending_xref):
-            if node.get("reftype") != "myst" or node.get("refdomain") != "doc":
+        srcdir = Path(self.env.srcdir).resolve()
+        docs = set(self.env.found_docs)
+        for node in list(self.document.findall(addnodes.pending_xref)):
+            if node.get("reftype") != "myst":
                 continue
-            target = Path(node["reftarget"])
-            if not target.is_absolute():
-                target = srcdir / target
-            try:
-                rel = target.resolve().relative_to(ROOT).as_posix()
-            except ValueError:
-                continue
-            if rel in REPOSITORY_PAGES:
-                node["reftarget"] = REPOSITORY_PAGES[rel]
+            if node.get("refdomain") == "doc":
+                target = Path(node["reftarget"])
+                if not target.is_absolute():
+                    target = srcdir / target
+                try:
+                    rel = target.resolve().relative_to(ROOT).as_posix()
+                except ValueError:
+                    continue
+                if rel in REPOSITORY_PAGES:
+                    node["reftarget"] = REPOSITORY_PAGES[rel]
+            elif node.get("refdomain") is None:
+                self._included_link(node, srcdir, docs)
+
+    def _included_link(self, node, srcdir: Path, docs: set[str]) -> None:
+        source = Path(node.source or "").resolve()
+        try:
+            source.relative_to(srcdir)
+            return  # a page of docs/: MyST resolves its links
+        except ValueError:
+            pass
+        if not source.is_file() or not source.is_relative_to(ROOT):
+            return
+        path, _, anchor = node["reftarget"].partition("#")
+        target = (source.parent / path).resolve()
+        if not path or not target.is_file() or not target.is_relative_to(ROOT):
+            return  # not a repository file: MyST warns as usual
+        page = _repository_page(target, srcdir, docs)
+        if page is not None:
+            node["refdomain"] = "doc"
+            node["reftarget"] = page
+            node["reftargetid"] = anchor or None
+            return
+        text = node.astext()
+        rel = target.relative_to(ROOT).as_posix()
+        if text == target.name:
+            node.replace_self(nodes.literal(rel, rel))
+        else:
+            node.replace_self(node.children)
 
 
 USER_GUIDES = ("dask*", "install*")
