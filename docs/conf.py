@@ -179,7 +179,7 @@ class _RepositoryLinks(SphinxPostTransform):
     that file, while MyST reads it relative to the including page: it is resolved
     from the file's own folder here, and one to a file the site does not show
     (``investigations/results/variance.md``) keeps its text without a link, its
-    path shown where the text was the file's name.
+    repository path shown where the text was the file's name or path.
     """
 
     default_priority = 8  # before MyST's resolver (9)
@@ -224,7 +224,7 @@ class _RepositoryLinks(SphinxPostTransform):
             return
         text = node.astext()
         rel = target.relative_to(ROOT).as_posix()
-        if text == target.name:
+        if text in (target.name, rel, path):
             node.replace_self(nodes.literal(rel, rel))
         else:
             node.replace_self(node.children)

@@ -11,6 +11,11 @@ the digest of the library code they depend on
 Markdown in a last line that is an HTML comment (not shown), the data under
 ``provenance``. tests/test_staleness.py fails on an output whose digest is not the
 library's now: the code it describes changed since it was made.
+
+The scripts that read the pipeline's runs (results/ and results/<run>/) read their fit
+files, or where there are none (a clone) the rows committed from them (read_fits),
+and write the rows of the investigation runs they read (bundle_rows), to be committed
+with their outputs.
 """
 
 from __future__ import annotations
@@ -28,6 +33,14 @@ import pandas as pd
 
 from tcca_core import datasets, protocol
 from tcca_core._io import atomic_write_text
+from tcca_core.pipeline.rows import (
+    ROWS,
+    RowsError,
+    bundle_run,
+    read_bundle,
+    read_cell,
+    read_rows,
+)
 from tcca_core.reporting import format_pm
 from tcca_core.reporting.provenance import output_stamp, read_stamp, stamp_text
 
@@ -258,8 +271,74 @@ def hand_over(text: str, path, *, stamp: bool = True, data: dict | None = None) 
 
 def read_fits(folder: Path, cell: str) -> pd.DataFrame | None:
     """The rows of one cell's fit job(s), ``folder/fits/<dataset>/<setting>/<method>/``
-    (one file per split or one for all), or None when there are none."""
+    (one file per split or one for all), or None when there are none.
+
+    Without fit files (a clone: only ``folder/rows/`` is committed, results/README.md)
+    the cell's committed rows, read as the fit files would be (rows.read_cell).
+    """
     files = sorted((Path(folder) / "fits" / cell).glob("*.csv"))
-    if not files:
+    if files:
+        return pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+    try:
+        return read_cell(folder, cell)
+    except RowsError as exc:
+        raise SystemExit(str(exc)) from None
+
+
+def read_setting(folder: Path, dataset: str, setting: str) -> pd.DataFrame | None:
+    """Every row of one setting's fit jobs, all methods (the fit files, else the
+    committed rows, as read_fits), or None when there are none."""
+    files = sorted((Path(folder) / "fits" / dataset / setting).glob("*/*.csv"))
+    if files:
+        return pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+    path = Path(folder) / ROWS.format(dataset=dataset, setting=setting)
+    if not path.is_file():
         return None
-    return pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+    try:
+        return read_rows(path)
+    except RowsError as exc:
+        raise SystemExit(str(exc)) from None
+
+
+def bundle_rows(published: Path, *runs: Path) -> None:
+    """Write the rows of the investigation runs read (``<run>/rows/``, committed with
+    the outputs, results/README.md) from their fit files (rows.bundle_run).
+
+    Never the published folder itself (its rows are the pipeline's rows rule's). A
+    run whose committed rows name a fit file that is not on disk (some of its jobs
+    rerun in a clone) is left as it is, said in one line: bundling it would drop
+    committed rows.
+    """
+    for run in dict.fromkeys(Path(r) for r in runs):
+        if not run.is_dir() or run.resolve() == Path(published).resolve():
+            continue
+        lost = _rows_not_on_disk(run)
+        if lost:
+            print(
+                f"rows of {run} left as committed: {lost[0]} is in them but not "
+                "among the fit files (rerun every fit job of the run to rewrite them)"
+            )
+            continue
+        bundle_run(run)
+
+
+def _rows_not_on_disk(run: Path) -> list[str]:
+    """Fit files that the committed rows of a run's settings with fit files name,
+    and that are not on disk."""
+    out = []
+    for setting in sorted((run / "fits").glob("*/*")):
+        dataset = setting.parent.name
+        bundle = run / ROWS.format(dataset=dataset, setting=setting.name)
+        if not setting.is_dir() or not bundle.is_file():
+            continue
+        try:
+            _, rows = read_bundle(bundle)
+        except RowsError:
+            continue  # not a bundle: rewriting it loses nothing
+        names = dict.fromkeys(row[0] for row in rows)
+        out += [
+            f"fits/{dataset}/{setting.name}/{n}"
+            for n in names
+            if not (setting / n).is_file()
+        ]
+    return out

@@ -36,8 +36,9 @@ out and the output says so. Commands::
         -- results/equal_tuning_draws30/fits/ads/l100/tcca/split{5..29}.csv ...
     python investigations/equal_tuning.py
 
-Every number comes from the fit files and results/summary.json; nothing is typed by
-hand.
+Every number comes from the fit files (in a clone, the rows committed from them,
+``results/rows/`` and ``results/<run>/rows/``, which the script rewrites from the runs'
+fit files) and results/summary.json; nothing is typed by hand.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _common import published_parser, read_fits, save
+from _common import bundle_rows, published_parser, read_fits, save
 from variance import _GRID_POINT, check_same_splits, family_table, shown
 
 from tcca_core.protocol import accuracy_by_r, select, select_per_split
@@ -375,14 +376,13 @@ def main(argv=None) -> int:
     published = Path(args.published)
     overlay = Path(args.overlay) if args.overlay else published / "equal_tuning"
     table, equal, incomplete = build(published, overlay)
-    pairs, notes = draw_pairs(
-        {
-            "published": published,
-            "draws": published / "draws30",
-            "overlay": overlay,
-            "overlay_draws": published / "equal_tuning_draws30",
-        }
-    )
+    runs = {
+        "published": published,
+        "draws": published / "draws30",
+        "overlay": overlay,
+        "overlay_draws": published / "equal_tuning_draws30",
+    }
+    pairs, notes = draw_pairs(runs)
     summary = json.loads((published / "summary.json").read_text())
     verdict = verdicts(summary, equal)
     shown = table.drop(columns=["table"]).rename(columns={"column": "cell"})
@@ -409,6 +409,7 @@ def main(argv=None) -> int:
         + draws_text(pairs, notes)
     )
     save(text, args.out)
+    bundle_rows(published, *runs.values())
     return 0
 
 

@@ -9,9 +9,10 @@ pipeline's own fit jobs with r = 1, 2, 3, 4 added (overlay
 the same seeds and splits). Per cell, r is chosen on validation per split exactly as
 the tables choose it (:func:`tcca_core.protocol.select`), once on the paper's grid and
 once on the extended grid (the paper's plus 1-4). The paper-grid rows are the
-published fit rows (``results/fits/``) when they are there, else this run's own rows
-of the paper's ranks, which must give the published picks and (A) (checked; a cell
-whose published pick lies outside the run's ranks is not judged).
+published fit rows (``results/fits/``, in a clone ``results/rows/``) when they are
+there, else this run's own rows of the paper's ranks, which must give the published
+picks and (A) (checked; a cell whose published pick lies outside the run's ranks is
+not judged).
 
 **eps past the equal-tuning grid.** Under equal tuning (``investigations/
 equal_tuning.py``) eps is chosen on validation from 1e-3 ... 1e2; a split that picks
@@ -30,8 +31,10 @@ Commands::
         results/grid_edges/fits/secstr/84k/cca_bst/splitall.csv ...
     python investigations/grid_edges.py
 
-Every number comes from the fit files, results/summary.json and
-investigations/results/equal_tuning.json; nothing is typed by hand.
+Every number comes from the fit files (in a clone, the rows committed from them,
+``results/rows/`` and ``results/<run>/rows/``, which the script rewrites from the runs'
+fit files), results/summary.json and investigations/results/equal_tuning.json;
+nothing is typed by hand.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import yaml
-from _common import RESULTS, published_parser, read_fits, save
+from _common import RESULTS, bundle_rows, published_parser, read_fits, save
 
 from tcca_core._io import atomic_write_text
 from tcca_core.protocol import accuracy_by_r, select, select_per_split
@@ -658,10 +661,12 @@ def main(argv=None) -> int:
     )
     equal_path = Path(args.equal_tuning)
     eps: list[dict] = []
+    runs = [overlay]  # the investigation runs read: their rows are rewritten
     if equal_path.is_file():
         grid = eps_grid(CONFIGS / "equal_tuning.yaml")
         eps = equal_cells(json.loads(equal_path.read_text()), grid)
         equal_run = published / "equal_tuning"
+        runs += [equal_run, published / "grid_edges_eps"]
         eps_results(eps, published, equal_run, published / "grid_edges_eps")
         rows = eps_rows(eps)
         text += (
@@ -684,6 +689,7 @@ def main(argv=None) -> int:
         out.with_suffix(".json"), json.dumps(data, indent=1, ensure_ascii=False) + "\n"
     )
     save(text, out)
+    bundle_rows(published, *runs)
     return 0
 
 

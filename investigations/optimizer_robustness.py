@@ -35,7 +35,9 @@ been run says "not run". Commands::
         results/warm_start/fits/ads/l100/tcca/splitall.csv ...
     python investigations/optimizer_robustness.py
 
-Every number comes from the fit files; nothing is typed by hand.
+Every number comes from the fit files (in a clone, the rows committed from them,
+``results/rows/`` and ``results/<variant>/rows/``, which the script rewrites from the
+variants' fit files); nothing is typed by hand.
 """
 
 from __future__ import annotations
@@ -47,10 +49,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import yaml
-from _common import read_fits, save
+from _common import bundle_rows, read_fits, save
 from snakemake.utils import update_config
 
 from tcca_core.pipeline.config import r_grid_of, resolve_settings
+from tcca_core.pipeline.rows import row_cells
 from tcca_core.protocol import accuracy_by_r, select, select_per_split
 from tcca_core.registry import METHODS, R_GRID_PAPER
 from tcca_core.reporting import format_pm
@@ -291,13 +294,15 @@ def summary_lines(table: pd.DataFrame, variant_cols: list[str]) -> str:
 
 
 def published_cells(published: Path) -> list[str]:
-    """Every TCCA/KTCCA cell of the published run, as dataset/setting/method."""
-    return sorted(
+    """Every TCCA/KTCCA cell of the published run, as dataset/setting/method: those
+    of its fit files, or without any (a clone) those of its committed rows."""
+    cells = sorted(
         "/".join(d.relative_to(published / "fits").parts)
         for method in ("tcca", "ktcca")
         for d in (published / "fits").glob(f"*/*/{method}")
         if any(d.glob("*.csv"))
     )
+    return cells or row_cells(published, ("tcca", "ktcca"))
 
 
 def overlay_grid(overlay: Path) -> list[int] | None:
@@ -363,6 +368,7 @@ def main(argv=None) -> int:
     # it (tcca_core.reproduction.sentences.recorded_grid)
     grid = overlay_grid(overlay)
     save(text, args.out, data=None if grid is None else {"other_grid": grid})
+    bundle_rows(published, *folders.values())
     return 0
 
 

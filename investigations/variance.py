@@ -6,8 +6,9 @@ of a point or two. Here the headline cells of SecStr and Ads (BSF, CAT, CCA (BST
 CCA-LS, TCCA; the paper's protocol, eps = 1e-2) are drawn 30 times:
 
 * draws 0-4 are the published splits (draw i uses the seed 0 + i in both runs; this
-  script checks that the draws run's splits 0-4 are the published ones) and are read
-  from ``results/``;
+  script checks that the draws run's splits 0-4 are the published ones, from the
+  runs' splits files, or in a clone, which has only the committed rows, from the
+  rows' seeds and sizes) and are read from ``results/``;
 * draws 5-29 come from the overlay ``investigations/configs/draws30.yaml``
   (``results/draws30/``, one fit job per draw).
 
@@ -37,8 +38,9 @@ where recorded, else recovered from the interval's printed bounds by
     python investigations/variance.py
     python investigations/variance.py --from-record   # no fits needed
 
-Every number comes from the fit files and results/summary.json; nothing is typed by
-hand.
+Every number comes from the fit files (or the rows committed from them,
+``results/rows/`` and ``results/draws30/rows/``, which the script rewrites from the
+draws run's fit files) and results/summary.json; nothing is typed by hand.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _common import published_parser, read_fits, save
+from _common import bundle_rows, published_parser, read_fits, read_setting, save
 from scipy import stats
 
 from tcca_core.protocol import select_per_split
@@ -88,13 +90,27 @@ PAIRS = (
 )
 
 
+#: The columns of a fit row that identify its split's draw: split i is drawn with
+#: the seed seed + i (tcca_core.protocol.make_splits), and the same seed, data and
+#: configuration give the same rows, of these sizes (fewer evaluation rows for a
+#: method that keeps a subset of them, protocol.restrict_split: compared per method).
+_DRAW = ("seed", "n_labeled", "n_validation", "n_test")
+
+
 def check_same_splits(published: Path, draws: Path, dataset: str, setting: str) -> int:
-    """How many leading splits the two runs share; SystemExit if they disagree."""
-    a = json.loads((published / "splits" / dataset / f"{setting}.json").read_text())
-    path = draws / "splits" / dataset / f"{setting}.json"
-    if not path.exists():
-        return 0
-    b = json.loads(path.read_text())
+    """How many leading splits the two runs share; SystemExit if they disagree.
+
+    From the runs' splits files (``splits/<dataset>/<setting>.json``: every split's
+    rows compared) where both have one; else (a clone, where only the fit rows are
+    committed) from the fit rows (:func:`same_splits_in_rows`). 0 when the draws run
+    has neither for the setting.
+    """
+    path_a = published / "splits" / dataset / f"{setting}.json"
+    path_b = draws / "splits" / dataset / f"{setting}.json"
+    if not (path_a.is_file() and path_b.is_file()):
+        return same_splits_in_rows(published, draws, dataset, setting)
+    a = json.loads(path_a.read_text())
+    b = json.loads(path_b.read_text())
     n = len(a["splits"])
     for i in range(min(n, len(b["splits"]))):
         sa, sb = a["splits"][i], b["splits"][i]
@@ -103,6 +119,66 @@ def check_same_splits(published: Path, draws: Path, dataset: str, setting: str) 
                 f"{dataset}/{setting}: split {i} of {draws} is not the published one"
             )
     return n
+
+
+def same_splits_in_rows(
+    published: Path, draws: Path, dataset: str, setting: str
+) -> int:
+    """:func:`check_same_splits` from the fit rows of the two runs (their :data:`_DRAW`
+    columns), for runs without splits files.
+
+    A split both runs have must be the same draw in both (per method: its seed and
+    sizes), and every split of both must come from the same seed series (seed -
+    split one number): the draws run continues the published draws. Returns the
+    number of the published run's splits.
+    """
+    b = read_setting(draws, dataset, setting)
+    if b is None:
+        return 0
+    a = read_setting(published, dataset, setting)
+    where = f"{dataset}/{setting}"
+    if a is None:
+        raise SystemExit(f"{where}: no splits file and no fit rows under {published}")
+    lacking = [c for c in ("method", "split", *_DRAW) if c not in a or c not in b]
+    if lacking:
+        raise SystemExit(
+            f"{where}: no splits files, and the fit rows lack {', '.join(lacking)} "
+            "to tell the draws apart"
+        )
+    ids_a, ids_b = _draw_ids(a), _draw_ids(b)
+    for method, split in sorted(ids_a.keys() & ids_b.keys()):
+        if ids_a[method, split] != ids_b[method, split]:
+            raise SystemExit(
+                f"{where}: split {split} of {draws} is not the published one "
+                f"({method}: seed and sizes {sorted(ids_b[method, split])}, "
+                f"published {sorted(ids_a[method, split])})"
+            )
+    offsets = {
+        seed - split
+        for ids in (ids_a, ids_b)
+        for (_, split), draws_of_split in ids.items()
+        for seed, *_ in draws_of_split
+        if seed >= 0  # -1: no seed recorded (a split given, not drawn)
+    }
+    if len(offsets) > 1:
+        raise SystemExit(
+            f"{where}: the splits of {draws} are not the published one's series "
+            f"(split i drawn with seed s + i; s here: {sorted(offsets)})"
+        )
+    return int(a["split"].nunique())
+
+
+def _draw_ids(rows: pd.DataFrame) -> dict[tuple[str, int], set[tuple[int, ...]]]:
+    """(method, split) -> the split's draw(s) in the rows: (seed, sizes) tuples."""
+    cols = ["split", *_DRAW]
+    # integers whatever a file's parse made of them (a column with gaps reads
+    # float); -1 for a cell left empty
+    ids = rows[cols].apply(pd.to_numeric, errors="coerce").fillna(-1).astype("int64")
+    ids.insert(0, "method", rows["method"].astype(str))
+    out: dict[tuple[str, int], set[tuple[int, ...]]] = {}
+    for method, split, *draw in ids.drop_duplicates().itertuples(index=False):
+        out.setdefault((method, split), set()).add(tuple(draw))
+    return out
 
 
 def per_draw(published: Path, draws: Path, dataset: str, setting: str, method: str):
@@ -381,11 +457,13 @@ def main(argv=None) -> int:
     if args.from_record:
         record = Path(args.out).with_suffix(".json")
         cells, pairs = from_record(json.loads(record.read_text()))
-    else:
-        published = Path(args.published)
-        draws = Path(args.draws) if args.draws else published / "draws30"
-        cells, pairs = build(published, draws)
-    save(report(cells, pairs, recorded=args.from_record), args.out)
+        save(report(cells, pairs, recorded=True), args.out)
+        return 0
+    published = Path(args.published)
+    draws = Path(args.draws) if args.draws else published / "draws30"
+    cells, pairs = build(published, draws)
+    save(report(cells, pairs), args.out)
+    bundle_rows(published, draws)
     return 0
 
 

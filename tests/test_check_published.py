@@ -40,6 +40,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from _scripts import load_script
 from _snakemake import REPO, SNAKEFILE, SNAKEMAKE, snakemake
 from tcca_core._io import write_csv
 from tcca_core.pipeline.config_schema import check_schema
@@ -522,6 +523,74 @@ def test_an_investigation_without_its_runs_rows_is_named(published, toy):
     assert report.missing == [
         f"no committed rows for {inv / 'results/toy.json'}: {published / 'toyrun/rows'}/"
     ]
+
+
+def test_the_investigations_read_a_clones_rows(published, tmp_path, capsys):
+    """A clone has no fits/ and no splits/, only rows/: the investigations' readers
+    give what they gave from the fit files, and bundle_rows writes an investigation
+    run's rows (never the published folder's), keeping committed rows that a rerun
+    of only some of the run's jobs would drop."""
+    common = load_script("investigations/_common.py")
+    run, setting = published / "draws30", "nuswide/linear2"
+    rng = np.random.default_rng(5)
+
+    def write_fits(names):
+        tcca = fit_rows("nuswide", "linear2", "tcca", rng)
+        files = {
+            "tcca/split0.csv": tcca[tcca["split"] == 0],
+            "tcca/split1.csv": tcca[tcca["split"] == 1],
+            "bsf/splitall.csv": fit_rows("nuswide", "linear2", "bsf", rng),
+        }
+        for name in names:
+            write_csv(files[name], run / "fits" / setting / name)
+
+    write_fits(["tcca/split0.csv", "tcca/split1.csv", "bsf/splitall.csv"])
+    cells = [f"{setting}/tcca", f"{setting}/bsf"]
+    from_fits = {cell: common.read_fits(run, cell) for cell in cells}
+    assert list(from_fits[cells[0]]["split"].unique()) == [0, 1]  # files in order
+    all_fits = common.read_setting(run, "nuswide", "linear2")
+    # a fit file in the published folder: its rows are the pipeline's, not rewritten
+    write_csv(from_fits[cells[0]], published / "fits" / setting / "tcca/splitall.csv")
+    committed = (published / "rows/nuswide/linear2.csv.gz").read_bytes()
+    common.bundle_rows(published, published, run)
+    assert (published / "rows/nuswide/linear2.csv.gz").read_bytes() == committed
+    shutil.rmtree(published / "fits")
+    shutil.rmtree(run / "fits")
+    assert not (run / "splits").exists()
+    for cell in cells:
+        pd.testing.assert_frame_equal(common.read_fits(run, cell), from_fits[cell])
+    pd.testing.assert_frame_equal(
+        common.read_setting(run, "nuswide", "linear2"), all_fits, check_dtype=False
+    )
+    assert common.read_fits(run, f"{setting}/ktcca") is None
+    assert common.read_setting(run, "ads", "l100") is None
+    # the published folder's rows, read by cell as its fit files were
+    tcca = common.read_fits(published, f"{setting}/tcca")
+    back = unbundle(published, "nuswide", "linear2", tmp_path / "back")
+    fits = sorted(p for p in back if p.parent.name == "tcca")
+    pd.testing.assert_frame_equal(
+        tcca, pd.concat([pd.read_csv(f) for f in fits], ignore_index=True)
+    )
+    # one job of the run rerun in the clone: the committed rows stay
+    bundle = run / "rows/nuswide/linear2.csv.gz"
+    before = bundle.read_bytes()
+    write_fits(["tcca/split1.csv"])
+    common.bundle_rows(published, run)
+    assert bundle.read_bytes() == before
+    assert capsys.readouterr().out.startswith(
+        f"rows of {run} left as committed: fits/{setting}/bsf/splitall.csv is in them"
+    )
+    # every job rerun: the rows are the new fits'
+    write_fits(["tcca/split0.csv", "tcca/split1.csv", "bsf/splitall.csv"])
+    rerun = common.read_fits(run, cells[0])
+    common.bundle_rows(published, run)
+    assert bundle.read_bytes() != before
+    shutil.rmtree(run / "fits")
+    pd.testing.assert_frame_equal(common.read_fits(run, cells[0]), rerun)
+    # a broken bundle: one line, no traceback
+    bundle.write_bytes(b"not gzip")
+    with pytest.raises(SystemExit, match="not a gzip-compressed CSV"):
+        common.read_fits(run, cells[0])
 
 
 # ------------------------------------------------------------------ the commands

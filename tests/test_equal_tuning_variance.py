@@ -7,6 +7,7 @@ paired difference lies on.
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ import pytest
 from scipy import stats
 
 from _scripts import load_script
+from tcca_core.pipeline.rows import bundle_run
 
 
 @pytest.fixture(scope="module")
@@ -375,3 +377,78 @@ def test_equal_tuning_over_draws_absent(tuned_run, equal):
     pairs, notes = equal.draw_pairs(runs)
     assert pairs.empty and notes == []
     assert equal.draws_text(pairs, notes).startswith("Over 30 draws: not run yet")
+
+
+# ------------------------------------- a clone: committed rows, no fits or splits
+
+
+def _clone_run(folder: Path, acc: dict, draws, seed0=0, n_labeled=100) -> None:
+    """Fit files of a run over ``draws`` (seed seed0 + draw, as make_splits draws
+    them), bundled into its rows/ as the scripts do, then deleted: what a clone has."""
+    for m, a in acc.items():
+        rows = _rows(m, draws, 1e-2, 0.5, lambda s, r, a=a: a[s])
+        rows = rows.assign(
+            seed=rows["split"] + seed0, n_labeled=n_labeled, n_validation=635,
+            n_test=2544,
+        )  # fmt: skip
+        _write(folder, m, rows)
+    bundle_run(folder)
+    shutil.rmtree(folder / "fits")
+
+
+def test_equal_tuning_from_a_clones_rows(tuned_run, equal, tmp_path):
+    pub, over = tuned_run
+    table, eq, incomplete = equal.build(pub, over)
+    out = tmp_path / "equal_tuning.md"
+    equal.main(["--published", str(pub), "--out", str(out)])
+    # the overlay's rows are written with the output; the published folder's not
+    assert (over / "rows" / "ads" / "l100.csv.gz").is_file()
+    assert not (pub / "rows").exists()
+    bundle_run(pub)
+    shutil.rmtree(pub / "fits")
+    shutil.rmtree(over / "fits")
+    again, eq_again, incomplete_again = equal.build(pub, over)
+    pd.testing.assert_frame_equal(again, table)
+    assert (eq_again, incomplete_again) == (eq, incomplete)
+
+
+def test_variance_from_a_clones_rows_alone(tmp_path, variance):
+    """Without fit or splits files the draws are read and checked from the rows.
+
+    The published run holds draws 0-4, the draws run 5-29 (no draw in common): the
+    draws must continue the published seeds (seed - draw one number), and a draw in
+    both must have the same seed and sizes."""
+    pub, draws = tmp_path / "results", tmp_path / "results" / "draws30"
+    rng = np.random.default_rng(2)
+    base = rng.uniform(0.6, 0.8, size=30)
+    acc = {m: base + 0.01 * i for i, m in enumerate(variance.METHODS_30)}
+    _clone_run(pub, acc, range(5))
+    _clone_run(draws, acc, range(5, 30))
+    _summary(pub, {m: (100 * a[:5].mean(), 1.0) for m, a in acc.items()})
+    assert not (pub / "fits").exists() and not (pub / "splits").exists()
+    assert variance.check_same_splits(pub, draws, "ads", "l100") == 5
+    cells, pairs = variance.build(pub, draws)
+    c = cells.set_index("method")
+    assert (c["draws"] == "30 of 30").all()
+    assert c.loc["TCCA", "mean ± std"].startswith(f"{100 * acc['tcca'].mean():.2f} ±")
+    assert len(pairs) == 12
+    # the script's command in a clone: its output, and the rows left as they are
+    before = (draws / "rows" / "ads" / "l100.csv.gz").read_bytes()
+    out = tmp_path / "variance.md"
+    variance.main(["--published", str(pub), "--out", str(out)])
+    assert "30 of 30" in out.read_text()
+    assert (draws / "rows" / "ads" / "l100.csv.gz").read_bytes() == before
+    # draws of another seed series (draw 5 drawn with seed 105): refused
+    _clone_run(draws, acc, range(5, 30), seed0=100)
+    with pytest.raises(SystemExit, match=r"not the published one's series .*0, 100"):
+        variance.check_same_splits(pub, draws, "ads", "l100")
+    # a draw both runs hold, of other sizes in one: not the same draw
+    _clone_run(draws, acc, range(30), n_labeled=99)
+    with pytest.raises(SystemExit, match="split 0 of .* is not the published one"):
+        variance.check_same_splits(pub, draws, "ads", "l100")
+    # the same draws in both: the published count
+    _clone_run(draws, acc, range(30))
+    assert variance.check_same_splits(pub, draws, "ads", "l100") == 5
+    # no rows of the setting in the draws run: nothing shared
+    (draws / "rows" / "ads" / "l100.csv.gz").unlink()
+    assert variance.check_same_splits(pub, draws, "ads", "l100") == 0

@@ -2,11 +2,13 @@
 
 import copy
 import json
+import shutil
 
 import pandas as pd
 import pytest
 
 from _scripts import load_script
+from tcca_core.pipeline.rows import bundle_run
 from tcca_core.reproduction import CLAIMS, outside_paper
 from tcca_core.reproduction.claims import claim_cost, claim_tcca_best
 
@@ -286,6 +288,21 @@ def test_main_writes_the_table_and_its_data(tmp_path, edges):
     assert "eps = 0.001 in 3 of 5 splits" not in text  # of 3: the cell's splits
     assert "eps = 0.001 in 3 of 3 splits" in text
     assert "0.001, 0.0001, 0.0001" in text
+    # the runs read get their rows (committed with the output), the published
+    # folder not (the pipeline's rows rule writes those)
+    for run in ("grid_edges", "equal_tuning", "grid_edges_eps"):
+        assert (published / run / "rows" / "secstr" / "84k.csv.gz").is_file()
+    assert not (published / "rows").exists()
+    # a clone: no fit files, the committed rows alone give the same output
+    bundle_run(published)
+    for fits in sorted(published.glob("**/fits")):
+        shutil.rmtree(fits)
+    clone = tmp_path / "clone" / "grid_edges.md"
+    edges.main(["--published", str(published), "--out", str(clone),
+                "--equal-tuning", str(equal_path)])  # fmt: skip
+    again = json.loads(clone.with_suffix(".json").read_text())
+    assert again["tables"] == data["tables"] and again["facts"] == data["facts"]
+    assert again["equal_tuning_cells"] == data["equal_tuning_cells"]
 
 
 def test_equal_tuning_grid_and_joins(edges):

@@ -1,11 +1,13 @@
 """investigations/optimizer_robustness.py on small real fit results (issue #19)."""
 
+import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from _scripts import load_script
+from tcca_core.pipeline.rows import bundle_run
 from tcca_core.protocol import make_splits, run_method
 
 CELL = "toy/s1/tcca"
@@ -179,6 +181,32 @@ def test_off_grid_ranks(tmp_path, robust):
     assert facts["other_grid_differ"] == "0"
     # the same grid: no off-grid ranks, no off-grid line
     assert robust.off_grid(base, base)["selected"] is None
+
+
+def test_a_clone_reads_the_committed_rows(tmp_path, robust):
+    """Without fit files (a clone, rows/ only): the published cells and every run's
+    rows are the committed rows', and the table is the one the fit files gave."""
+    published = tmp_path / "results"
+    acc = {(s, r): (0.5 + r / 100 + s / 1000, 0.6 + r / 100)
+           for s in range(3) for r in (5, 10, 15)}  # fmt: skip
+    base = _rows(acc)
+    _write(published, base)
+    _write(published / "warm_start", base.assign(test_acc=base["test_acc"] - 0.2))
+    for cell, method in (("toy/s2/ktcca", "ktcca"), ("toy/s2/cca_bst", "cca_bst")):
+        (published / "fits" / cell).mkdir(parents=True)
+        base.assign(method=method).to_csv(
+            published / "fits" / cell / "splitall.csv", index=False
+        )
+    variants = {"warm_start": published / "warm_start"}
+    cells = robust.published_cells(published)
+    table = robust.compare(cells, published, variants)
+    for folder in (published, published / "warm_start"):
+        bundle_run(folder)
+        shutil.rmtree(folder / "fits")
+    assert robust.published_cells(published) == cells
+    assert cells == ["toy/s1/tcca", "toy/s2/ktcca"]
+    pd.testing.assert_frame_equal(robust.compare(cells, published, variants), table)
+    assert "(beyond noise)" in table.iloc[0][robust.VARIANTS["warm_start"]]
 
 
 def test_other_grid_overlay_holds_off_grid_ranks(robust):
