@@ -358,8 +358,7 @@ def _remaining(errors: Sequence[float], window: int = WINDOW) -> float:
     drops) counts as the decrease of :data:`HORIZON` sweeps at the larger pace of
     the two windows: a swamp that falls by 1e-10 per sweep is not convergence at
     tol = 1e-5, a creep of 1e-12 of the error per sweep is (a million more sweeps
-    would not gain tol; Ads, r = 35 and 40, ran 500 sweeps at that pace). A
-    decrease at the level of rounding is convergence.
+    would not gain tol). A decrease at the level of rounding is convergence.
     """
     k = len(errors) - 1
     if k < window:
