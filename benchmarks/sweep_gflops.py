@@ -15,7 +15,10 @@ times, per rank:
 * **reference**: for dense views, one square DGEMM (``n x n x n``) of the same flop
   count as the sweep's useful work, 4 N r sum(d); for sparse views (one-hot CSR),
   the sparse products a sweep must do, through scipy's public CSR x dense product:
-  per view ``X @ D`` (N x r) and ``X.T @ H`` (d x r), 4 nnz r flops in all.
+  per view ``X @ D`` (N x r) and ``X.T @ H`` (d x r), 4 nnz r flops in all;
+* **GEMMs** (dense views): the 2 m bare GEMMs of a sweep's shapes, ``Y_q @ U_q``
+  and ``Y_q.T @ H`` on whole arrays, the same flops as the sweep's useful work: what
+  the BLAS makes of these skinny shapes, the floor of any sweep built on them.
 
 GFLOP/s is the useful work over the time; ``x ref`` is time / reference time (how many
 times slower than the reference the sweep runs: the issue's target is 2 at r >= 50).
@@ -211,6 +214,24 @@ def reference(Xs, r: int, flops: float, sparse: bool):
     return run, f"DGEMM n={n}"
 
 
+def bare_gemms(lib, Xs, r: int):
+    """A function timing a sweep's 2 m GEMMs on whole arrays once: (cpu, wall)."""
+    Ys = [v.Y for v in whiten(lib, Xs)]
+    rng = np.random.default_rng(2)
+    U = [rng.standard_normal((Y.shape[1], r)) for Y in Ys]
+    P = np.empty((Ys[0].shape[0], r))
+    H = rng.standard_normal((Ys[0].shape[0], r))
+
+    def run():
+        with Clock() as c:
+            for Y, Uq in zip(Ys, U, strict=True):
+                np.matmul(Y, Uq, out=P)
+                Y.T @ H
+        return c.cpu, c.wall
+
+    return run
+
+
 def run_case(name, ranks, libs, repeats, k):
     case = _case(name)
     Xs = make_views(case, seed=0, sparse=case.sparse_input)
@@ -231,6 +252,9 @@ def run_case(name, ranks, libs, repeats, k):
             cur.engine.mttkrp, cur.engine.norm_sq, init, max_iter=WARM_SWEEPS, tol=0
         )
         tasks = [("ref", None, None)]
+        gemms = None if sparse else bare_gemms(libs["after"], Xs, r)
+        if gemms is not None:
+            tasks.append(("gemms", None, None))
         for label in impls:
             tasks += [(label, "sweep", True), (label, "sweep", False)]
             tasks += [(label, "mttkrp", None)]
@@ -241,6 +265,8 @@ def run_case(name, ranks, libs, repeats, k):
                 label, what, ls = t
                 if label == "ref":
                     samples[t].append(ref())
+                elif label == "gemms":
+                    samples[t].append(gemms())
                 elif what == "sweep":
                     # the median sweep of this run
                     s = impls[label].sweeps(warm, k, ls)
@@ -249,6 +275,7 @@ def run_case(name, ranks, libs, repeats, k):
                     samples[t].append(impls[label].mttkrps(warm.factors))
         med = {t: np.median(np.array(v), axis=0) for t, v in samples.items()}
         ref_cpu, ref_wall = med[tasks[0]]
+        bare = med[("gemms", None, None)][0] if gemms is not None else np.nan
         for label in impls:
             mt = med[(label, "mttkrp", None)]
             for ls in (True, False):
@@ -271,6 +298,7 @@ def run_case(name, ranks, libs, repeats, k):
                         ref_gflops=flops / ref_cpu / 1e9,
                         sweep_x_ref=float(sw[0] / ref_cpu),
                         mttkrp_x_ref=float(mt[0] / ref_cpu),
+                        gemms_x_ref=float(bare / ref_cpu),
                     )
                 )
                 print(_line(rows[-1]), flush=True)
@@ -280,7 +308,7 @@ def run_case(name, ranks, libs, repeats, k):
 HEADER = (
     "| case | r | version | line search | sweep CPU (s) | sweep wall (s) | "
     "MTTKRPs CPU (s) | GFLOP | sweep GFLOP/s | MTTKRPs GFLOP/s | reference | "
-    "ref GFLOP/s | sweep x ref | MTTKRPs x ref |\n" + "|---" * 14 + "|"
+    "ref GFLOP/s | sweep x ref | MTTKRPs x ref | GEMMs x ref |\n" + "|---" * 15 + "|"
 )
 
 
@@ -291,7 +319,8 @@ def _line(row: dict) -> str:
         f"{'yes' if f['linesearch'] else 'no'} | {f['sweep_cpu_s']:.4f} | "
         f"{f['sweep_wall_s']:.4f} | {f['mttkrp_cpu_s']:.4f} | {f['gflop']:.3g} | "
         f"{f['sweep_gflops']:.1f} | {f['mttkrp_gflops']:.1f} | {f['ref']} | "
-        f"{f['ref_gflops']:.1f} | {f['sweep_x_ref']:.2f} | {f['mttkrp_x_ref']:.2f} |"
+        f"{f['ref_gflops']:.1f} | {f['sweep_x_ref']:.2f} | {f['mttkrp_x_ref']:.2f} | "
+        f"{f['gemms_x_ref']:.2f} |"
     )
 
 
