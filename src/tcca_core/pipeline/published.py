@@ -43,6 +43,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._io import atomic_write_text
 from .differences import csv_difference, first_difference, leaves, table_difference
 from .rows import BENCHMARKS, ROWS, RowsError, bundle_run, row_files, unbundle
 
@@ -424,7 +425,7 @@ def check_or_raise(
     text = report.text()
     print(text, file=sys.stderr)
     Path(log).parent.mkdir(parents=True, exist_ok=True)
-    Path(log).write_text(text + "\n", encoding="utf-8")
+    atomic_write_text(log, text + "\n")
     if not report.ok:
         raise RuntimeError(
             f"the published numbers of {results} are not those of its committed "
