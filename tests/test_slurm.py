@@ -69,7 +69,8 @@ def _rule_sources() -> str:
 
 
 def submitted_rules() -> set[str]:
-    """Rules that run something (script/shell/run) and are not localrules."""
+    """Rules that run something (script/shell/run) and are not local (a
+    ``localrules:`` list or the rule's own ``localrule: True``)."""
     text = _rule_sources()
     local = set()
     for block in re.findall(r"^localrules:\n((?:[ \t]+\S.*\n?)+)", text, re.M):
@@ -78,7 +79,9 @@ def submitted_rules() -> set[str]:
     for name, body in re.findall(
         r"^rule (\w+):\n((?:[ \t]+.*\n|\n)+)", text + "\n", re.M
     ):
-        if re.search(r"^[ \t]+(script|shell|run|wrapper|notebook):", body, re.M):
+        if re.search(r"^[ \t]+localrule:[ \t]*True", body, re.M):
+            local.add(name)
+        elif re.search(r"^[ \t]+(script|shell|run|wrapper|notebook):", body, re.M):
             rules.add(name)
     return rules - local
 
