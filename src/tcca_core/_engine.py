@@ -450,7 +450,6 @@ class MomentEngine:
                 i: run(U0, upto=min(RACE_HEAT, max_iter)) for i, U0 in enumerate(U0s)
             }
             sweeps_then = sum(res.n_iter for res in pool.values())
-            profile["first_burst"] = [last(pool[i]) for i in range(len(U0s))]
             burst, keep = RACE_HEAT, RACE_FINALISTS
             while len(pool) > 1:
                 order = sorted(pool, key=lambda i: (last(pool[i]), i))

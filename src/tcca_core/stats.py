@@ -446,8 +446,11 @@ def tost(diff_mean: float, diff_std: float, n: int, margin: float) -> TostResult
     margin = _finite(margin, "margin")
     if margin <= 0:
         raise ValueError(f"margin must be > 0, got {margin!r}")
-    df = n - 1
-    se = s / math.sqrt(n)
+    return _two_one_sided(D, s / math.sqrt(n), n - 1, margin)
+
+
+def _two_one_sided(D: float, se: float, df: float, margin: float) -> TostResult:
+    """Test D against -margin and +margin by two one-sided t tests (SE ``se``)."""
     if se == 0.0:
         lo = 0.0 if D > -margin else 1.0
         hi = 0.0 if D < margin else 1.0
@@ -504,17 +507,7 @@ def tost_welch(
     if margin <= 0:
         raise ValueError(f"margin must be > 0, got {margin!r}")
     w = welch(mean1, std1, n1, mean2, std2, n2, ddof=ddof)
-    D = w.diff
-    if w.se == 0.0:
-        lo = 0.0 if D > -margin else 1.0
-        hi = 0.0 if D < margin else 1.0
-        t_lo, t_hi = _ratio(D + margin), _ratio(D - margin)
-        return TostResult(max(lo, hi), lo, hi, t_lo, t_hi, math.nan, margin)
-    t_lo = (D + margin) / w.se
-    t_hi = (D - margin) / w.se
-    p_lo = float(_st.t.sf(t_lo, w.df))
-    p_hi = float(_st.t.cdf(t_hi, w.df))
-    return TostResult(max(p_lo, p_hi), p_lo, p_hi, t_lo, t_hi, w.df, margin)
+    return _two_one_sided(w.diff, w.se, w.df, margin)  # df NaN when se = 0
 
 
 # ------------------------------------------------------- families of intervals
