@@ -31,6 +31,9 @@ CASES = {
         # samples given as a dense array (as the issue specifies) ...
         Case("secstr-r50", "tcca", 84_000, (105, 105, 105), 50, "onehot", False),
         Case("secstr-r300", "tcca", 84_000, (105, 105, 105), 300, "onehot", False),
+        # ... the same shape with dense Gaussian views (issue #31: where building the
+        # tensor alone bounds every route) ...
+        Case("secstr-dense-r50", "tcca", 84_000, (105, 105, 105), 50, "dense", False),
         # ... and with the extra unlabelled set (1.3M samples), one-hot sparse.
         Case(
             "secstr-extra-r300",
