@@ -20,7 +20,7 @@ FACTS = {"registry", "paper", "_io"}  # standard library only
 #: importable from every layer: the lazy-import helper of the packages' __init__
 ANYWHERE = {"_lazy"}
 CORE = {
-    "_validation", "_linalg", "_als", "_tensors", "_sparse_moments", "_dense",
+    "_validation", "_linalg", "_als", "_convergence", "_tensors", "_sparse_moments", "_dense",
     "_engine", "_dask", "_dask_chunks", "_tcca", "_ktcca", "kernels", "learners", "baselines",
     "_multiview",
 }  # fmt: skip

@@ -208,6 +208,9 @@ def _run(repo, *args):
 
 
 @pytest.mark.slow  # three runs of the workflow, about 3.5 min (.ci/run runs it)
+# the next test reads this one's output from the module's checkout: under pytest-xdist
+# (--dist loadgroup, as .ci/run) both run on one worker, in order
+@pytest.mark.xdist_group("published_checkout")
 @needs_git
 def test_the_full_configuration_publishes_only_from_a_clean_tree(workflow_checkout):
     """Dirty: the dry run shows the plan, the real run stops before any job; a run
@@ -243,6 +246,7 @@ def test_the_full_configuration_publishes_only_from_a_clean_tree(workflow_checko
 
 
 @pytest.mark.slow  # needs the published run of the test before
+@pytest.mark.xdist_group("published_checkout")
 @needs_git
 def test_reproduction_alone_and_other_folders_run_from_a_dirty_tree(
     workflow_checkout,

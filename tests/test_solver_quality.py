@@ -19,13 +19,8 @@ from numpy.testing import assert_allclose
 from sklearn.exceptions import ConvergenceWarning
 
 from tcca_core import KTCCA, TCCA
-from tcca_core._als import (
-    _remaining,
-    broke_down,
-    convergence_message,
-    cp_als,
-    init_factors,
-)
+from tcca_core._als import _remaining, broke_down, cp_als, init_factors
+from tcca_core._convergence import convergence_message
 
 
 def _whiten(X, eps):
@@ -427,6 +422,54 @@ def als_update(mttkrp, factors, p):
         if q != p:
             V *= U.T @ U
     return _solve_normal(V, mttkrp(factors, p))
+
+
+@pytest.mark.parametrize("spread", [0.0, 0.4, 0.9, 1.5, 3.0])
+def test_an_als_update_is_the_least_squares_solution_at_any_scale(rng, spread):
+    """Both routes of the r x r solve (unscaled where the column scales are within
+    EQUILIBRATED of each other, scaled to unit diagonal past it) give the normal
+    equations' solution B V^-1, checked against a Cholesky solve in extended
+    precision of the symmetrically scaled system."""
+    from tcca_core._als import EQUILIBRATED, _solve_normal
+
+    r = 5
+    A = rng.standard_normal((40, r))
+    scales = 10.0 ** np.linspace(-spread, spread, r)
+    V = (A.T @ A) * np.outer(scales, scales)
+    B = rng.standard_normal((9, r)) * scales
+    got = _solve_normal(V.copy(), B.copy())
+    inv = 1.0 / scales
+    Vs = np.longdouble(V) * np.outer(inv, inv)
+    exact = np.linalg.solve(np.float64(Vs), np.float64(B * inv).T).T * inv
+    assert_allclose(got @ V, B, rtol=1e-9, atol=1e-12 * np.abs(B).max())
+    assert_allclose(got, exact, rtol=1e-9, atol=1e-12 * np.abs(exact).max())
+    assert (10.0 ** (2 * spread) < EQUILIBRATED) == (spread < 0.5)
+
+
+@pytest.mark.parametrize("rank, sweeps", [(1, 3), (3, 1)])
+def test_a_sketch_as_wide_as_every_mode_makes_no_power_iterations(rng, rank, sweeps):
+    """The randomized start sharpens its sketch by power iterations only where the
+    sketch (rank + OVERSAMPLE columns) is narrower than some mode: one as wide
+    spans each unfolding whole, so m MTTKRPs make the start (a small problem's
+    race of ten starts paid 3 m each)."""
+    from tcca_core._als import OVERSAMPLE, init_factors
+
+    dims = (12, 10, 8)
+    views = _planted(rng, N=600, dims=dims)
+    _, mttkrp, _ = _whitened_moments(views)
+    calls = []
+
+    def counted(factors, p):
+        calls.append(p)
+        return mttkrp(factors, p)
+
+    U = init_factors(counted, dims, rank, "svd", np.random.default_rng(0))
+    assert (rank + OVERSAMPLE >= max(dims)) == (sweeps == 1)
+    assert len(calls) == sweeps * len(dims)
+    assert [u.shape for u in U] == [(d, rank) for d in dims]
+    # each mode's start: leading left singular vectors of its sketch, orthonormal
+    for u in U:
+        assert_allclose(u.T @ u, np.eye(rank), atol=1e-12)
 
 
 @pytest.mark.parametrize("linesearch", [True, False])

@@ -389,7 +389,14 @@ def test_svd_that_does_not_converge_falls_back_to_gesvd(rng, dims, monkeypatch):
         calls.append(1)
         raise np.linalg.LinAlgError("SVD did not converge")
 
+    def direct_fails(A, **kwargs):  # LAPACK's report: info > 0, not converged
+        calls.append(1)
+        return np.zeros((0, 0)), np.zeros(0), np.zeros((0, 0)), 1
+
+    import tcca_core._linalg as linalg
+
     monkeypatch.setattr(np.linalg, "svd", fails)
+    monkeypatch.setattr(linalg, "_gesdd", direct_fails)  # small matrices' route
     got = TCCA(3, **kw).fit(views)
     assert calls
     assert_allclose(got.weights_, want.weights_, rtol=1e-8)

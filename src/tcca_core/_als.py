@@ -39,13 +39,11 @@ rounding. Two things differ from plain ALS, both measured in BENCHMARKS.md
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg.lapack import dgesv as _gesv
-from sklearn.exceptions import ConvergenceWarning
 
 from ._linalg import column_signs, fix_signs, numerical_rank, svd
 
@@ -56,8 +54,6 @@ __all__ = [
     "cp_error",
     "init_factors",
     "normalize_cp",
-    "swamped_message",
-    "warn_unconverged",
 ]
 
 Mttkrp = Callable[[Sequence[np.ndarray], int], np.ndarray]
@@ -150,8 +146,10 @@ def init_factors(
     has Khatri-Rao structure, so that the sketch is itself an MTTKRP. Each of the
     ``power_iter`` (default ``POWER_ITER``) power iterations then replaces Omega_p
     by the basis just found for mode p, mode after mode (a subspace iteration in
-    the manner of HOOI), which sharpens the bases where the spectrum is flat.
-    Cost: (1 + power_iter) m MTTKRPs with ``rank + OVERSAMPLE`` columns, whatever
+    the manner of HOOI), which sharpens the bases where the spectrum is flat;
+    none by default where the sketch is as wide as every mode (``rank +
+    OVERSAMPLE >= max(dims)``: it spans each T_(p) whole already). Cost:
+    (1 + power_iter) m MTTKRPs with ``rank + OVERSAMPLE`` columns, whatever
     engine holds the tensor.
 
     ``"hosvd"`` is the exact HOSVD (tensorly's ``init="svd"``): the leading
@@ -183,7 +181,13 @@ def init_factors(
             s = rank + OVERSAMPLE
             omega = [rng.standard_normal((d, s)) for d in dims]
             svs = [np.zeros(0)] * m
-            n_power = POWER_ITER if power_iter is None else int(power_iter)
+            if power_iter is not None:
+                n_power = int(power_iter)
+            else:
+                # power iterations sharpen a sketch narrower than its mode; one at
+                # least as wide as every mode spans each T_(p) whole already, and
+                # iterating would only cost a small problem's race its starts
+                n_power = POWER_ITER if s < max(dims) else 0
             for _ in range(1 + max(n_power, 0)):
                 for p in range(m):
                     Q, sv, _ = svd(mttkrp(omega, p))
@@ -278,6 +282,11 @@ def _error(norm_sq: float, B, factors, grams, residual_sq=None) -> float:
     return float(np.sqrt(abs(err_sq) / norm_sq))
 
 
+#: Column scales of an update's normal equations (square roots of their diagonal)
+#: closer than this factor are solved without scaling (:func:`_solve_normal`).
+EQUILIBRATED = 10.0
+
+
 def _solve_normal(V: np.ndarray, B: np.ndarray) -> np.ndarray:
     """B V^-1 for the r x r Hadamard product of Gram matrices V of an ALS update.
 
@@ -290,14 +299,29 @@ def _solve_normal(V: np.ndarray, B: np.ndarray) -> np.ndarray:
     numpy's wrapper costs more than the solve.
     """
     d = np.sqrt(V.diagonal())
-    if not (d.min() > 0 and d.max() < np.inf):
+    lo, hi = d.min(), d.max()
+    if lo > 0 and hi < EQUILIBRATED * lo:
+        # scales within a factor EQUILIBRATED: unscaled, the condition number is
+        # at most EQUILIBRATED^2 times the scaled one (a loss of two digits at
+        # worst), and the scaling costs a small problem (r of a few) more than the
+        # solve
+        _, _, X, info = _gesv(V, B.T)
+        if info == 0:
+            return X.T
+    if not (lo > 0 and hi < np.inf):
         d = np.where((d > 0) & np.isfinite(d), d, 1.0)
     inv = 1.0 / d
-    # V symmetric: solve Vs X^T = (B diag(inv))^T, then undo the scaling
-    _, _, X, info = _gesv(V * np.outer(inv, inv), (B * inv).T, overwrite_a=True)
+    # V symmetric: solve Vs X^T = (B diag(inv))^T, then undo the scaling (in place,
+    # on fresh arrays: the per-call overhead is most of a small problem's solve)
+    Vs = V * inv[:, None]
+    Vs *= inv
+    _, _, X, info = _gesv(Vs, (B * inv).T, overwrite_a=True, overwrite_b=True)
     if info != 0:
-        X = np.linalg.lstsq(V * np.outer(inv, inv), (B * inv).T, rcond=None)[0]
-    return X.T * inv
+        Vs = V * inv[:, None] * inv
+        X = np.linalg.lstsq(Vs, (B * inv).T, rcond=None)[0]
+    X = X.T
+    X *= inv
+    return X
 
 
 def _column_norms(U: np.ndarray) -> np.ndarray:
@@ -327,8 +351,9 @@ def _balance(factors: list[np.ndarray], grams: list[np.ndarray] | None):
     left as they are.
     """
     if grams is not None:
-        sq = np.array([G.diagonal() for G in grams])
-        if sq.min() > 0 and sq.max() < np.inf and sq.max() <= SPREAD**2 * sq.min():
+        sq = np.concatenate([G.diagonal() for G in grams])
+        lo, hi = sq.min(), sq.max()
+        if lo > 0 and hi < np.inf and hi <= SPREAD**2 * lo:
             return factors, grams  # no column spreads past SPREAD: the usual case
     norms = np.array([_column_norms(U) for U in factors])
     ok = np.all((norms > 0) & np.isfinite(norms), axis=0)
@@ -390,6 +415,7 @@ def cp_als(
     callback: Callable[[int, float], None] | None = None,
     resume: CPResult | None = None,
     residual_sq: Residual | None = None,
+    combine: bool = True,
 ) -> CPResult:
     """Run ALS from ``init``; see the module docstring for the contract.
 
@@ -401,7 +427,9 @@ def cp_als(
     gives the same iterates as one run. ``residual_sq`` is the engine's direct
     ||T - T_hat||^2, used where the Gram formula of the error would cancel
     (:data:`CANCELLATION`). The result's :attr:`CPResult.kept` is the iterate of
-    lowest error.
+    lowest error. ``combine=False`` skips recording the line search's jumps as
+    combinations of the iterates (:func:`._tensors.record_combination`), for an
+    engine that cannot use them (a dense tensor).
     """
     from ._tensors import record_combination
 
@@ -421,16 +449,17 @@ def cp_als(
     m = len(factors)
     r = factors[0].shape[1]
     grams = [U.T @ U for U in factors]
+    others = [[q for q in range(m) if q != p] for p in range(m)]
     converged = diverged = False
     for iteration in range(n_iter, max_iter):
         n_iter = iteration + 1
         before = factors
         factors = list(factors)
         for p in range(m):
-            V = np.ones((r, r))
-            for q in range(m):
-                if q != p:
-                    V *= grams[q]
+            first, *rest = others[p]
+            V = grams[first] * grams[rest[0]] if rest else grams[first].copy()
+            for q in rest[1:]:
+                V *= grams[q]
             B = mttkrp(factors, p)
             factors[p] = _solve_normal(V, B)
             grams[p] = factors[p].T @ factors[p]
@@ -448,7 +477,7 @@ def cp_als(
         if linesearch and iteration >= 1 and err > 0:
             step = n_iter ** (1.0 / acc_pow)
             jump = [U + step * (U - U0) for U, U0 in zip(factors, before, strict=True)]
-            for J, U, U0 in zip(jump, factors, before, strict=True):
+            for J, U, U0 in zip(jump, factors, before, strict=True) if combine else ():
                 # an engine holding Y U and Y U0 combines them instead of a product
                 record_combination(J, ((1.0 + step, U), (-step, U0)))
             jump_err = cp_error(mttkrp, norm_sq, jump, residual_sq)
@@ -505,107 +534,6 @@ def broke_down(errors: Sequence[float]) -> bool:
     where the stopping rule fired on the plateau after the rise).
     """
     return len(errors) > 1 and errors[-1] > min(errors) * (1 + BREAKDOWN)
-
-
-def warn_unconverged(name: str, out: dict, tol: float) -> None:
-    """Warn when the fit ``out`` diverged, broke down or ran out of sweeps.
-
-    ``out`` is an engine's ``info`` dict; running out of sweeps counts only with
-    ``tol > 0``. Called from an estimator's fit, so the ConvergenceWarning points
-    at the user's call.
-    """
-    swamped = out.get("swamped")
-    if swamped:
-        warnings.warn(f"{name}: {swamped}", UserWarning, stacklevel=4)
-    diverged = out.get("diverged", False)
-    if diverged or out.get("broke_down") or (not out["converged"] and tol > 0):
-        message = convergence_message(
-            name, out["errors"], tol, diverged, rise=out.get("rise")
-        )
-        if swamped:
-            message += (
-                " (eps swamps the data's covariance, see the warning before: the "
-                "tensor is at the scale of rounding, not max_iter's fault)"
-            )
-        warnings.warn(message, ConvergenceWarning, stacklevel=4)
-
-
-#: eps this many times the largest variance of a view swamps its covariance
-SWAMPED = 1e6
-
-
-def swamped_message(eps: float, covs: Sequence[np.ndarray]) -> str | None:
-    """Say how far ``eps`` swamps the views' covariances, or None where it does not.
-
-    With eps far above a view's largest variance the whitening is about
-    I / sqrt(eps): the canonical variates shrink with the data's scale (data at
-    1e-8 give variates of 1e-6), the moment tensor nears rounding level, and what
-    ALS then fits is the raw moments, not correlations.
-    """
-    if eps <= 0:
-        return None
-    tops = [float(np.linalg.eigvalsh(C)[-1]) if C.size else 0.0 for C in covs]
-    p = int(np.argmin(tops))
-    top = max(tops[p], np.finfo(float).tiny)
-    if eps <= SWAMPED * top:
-        return None
-    return (
-        f"eps = {eps:g} is {eps / top:.2g} times the largest variance of view {p} "
-        f"({tops[p]:.2g}): the ridge swamps the data's covariance, so the "
-        "whitening is about I / sqrt(eps) and the canonical variates measure the "
-        "data's scale, not correlation; rescale the views (e.g. StandardScaler) or "
-        "choose eps on the scale of their variances"
-    )
-
-
-def convergence_message(
-    name: str,
-    errors: Sequence[float],
-    tol: float,
-    diverged: bool = False,
-    rise: tuple | None = None,
-) -> str:
-    """Word the ConvergenceWarning of a fit that stopped short, broke down or diverged.
-
-    It says how far the error still moved, so that a user can judge whether more
-    sweeps matter. ``rise`` is :meth:`CPResult.kept`'s record of a run that ended
-    above its lowest error (``errors`` then ends at the iterate kept).
-    """
-    n = len(errors)
-    if rise is None and broke_down(errors):
-        k = int(np.argmin(errors))
-        rise = (k + 1, errors[k], n, errors[-1])
-    if rise is not None and rise[3] > rise[1] * (1 + BREAKDOWN):
-        k, low, last_n, last = rise
-        return (
-            f"{name}: ALS broke down: the relative error rose from its lowest, "
-            f"{low:.6g} at sweep {k}, to {last:.6g} at sweep {last_n}, "
-            "which exact ALS never does (wrongly computed updates, a degenerate CP "
-            f"fit); the iterate of lowest error (sweep {k}) is kept; a larger eps "
-            "or another init may avoid it"
-        )
-    if diverged:
-        last = f"{errors[-1]:.6g}" if errors else "n/a"
-        return (
-            f"{name}: ALS diverged (the factors overflowed, a degenerate CP fit); "
-            f"the iterate of lowest error is kept (sweep {n}, relative error "
-            f"{last}); a larger eps or another init may avoid it"
-        )
-    w = min(WINDOW, n - 1)
-    moved = (errors[-1 - w] - errors[-1]) / max(errors[-1], 1e-300) if w > 0 else 0.0
-    # a rise smaller than a breakdown (above) is a stall at rounding level, where
-    # "still fell by -4.7e-07" would mislead
-    trend = (
-        f"still fell by {moved:.2g} of itself over the last {w} sweeps; a larger "
-        "max_iter may lower it further"
-        if moved >= 0
-        else f"rose by {-moved:.2g} of itself over the last {w} sweeps (ALS has "
-        "stalled: exact sweeps never raise it); more sweeps are unlikely to lower it"
-    )
-    return (
-        f"{name}: ALS stopped after max_iter={n} sweeps before the stopping rule "
-        f"(tol={tol:g}) was met: the relative error {trend}"
-    )
 
 
 def normalize_cp(weights: np.ndarray, factors: list[np.ndarray]):

@@ -9,6 +9,7 @@ calls them through this module, so that tests can forbid them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -73,7 +74,6 @@ def dense_mttkrp(
     """
     m, dims = M.ndim, M.shape
     r = factors[0].shape[1]
-    letters = "abcdefghij"[:m]
     if p != m - 1:
         hit = cache.get("last") if cache is not None else None
         if hit is not None and hit[0] is factors[-1]:
@@ -82,19 +82,26 @@ def dense_mttkrp(
             T = (M.reshape(-1, dims[-1]) @ factors[-1]).reshape(*dims[:-1], r)
             if cache is not None:
                 cache["last"] = (factors[-1], T)
-        modes = list(range(m - 1))
     else:
         # M_(1)^T U_1 (a transposed GEMM, no copy of M) keeps the rank axis last
         # and contiguous for the component-wise contractions.
         T = (M.reshape(dims[0], -1).T @ factors[0]).reshape(*dims[1:], r)
-        modes = list(range(1, m))
-    others = [q for q in modes if q != p]
-    expr = "".join(letters[q] for q in modes) + "z"
-    expr += "".join("," + letters[q] + "z" for q in others) + "->" + letters[p] + "z"
+    expr, others = _contraction(m, p)
     # ALS's factors are Fortran-ordered (transposes of solves); einsum runs about
     # 4x faster on C-ordered operands with the rank axis contiguous.
-    ops = (np.ascontiguousarray(factors[q]) for q in others)
+    ops = [np.ascontiguousarray(factors[q]) for q in others]
     return np.einsum(expr, T, *ops, optimize=len(others) > 1)
+
+
+@cache
+def _contraction(m: int, p: int) -> tuple[str, tuple[int, ...]]:
+    """Return the einsum contracting T (its modes but the GEMM's, then rank) to p."""
+    letters = "abcdefghij"[:m]
+    modes = list(range(m - 1)) if p != m - 1 else list(range(1, m))
+    others = tuple(q for q in modes if q != p)
+    expr = "".join(letters[q] for q in modes) + "z"
+    expr += "".join("," + letters[q] + "z" for q in others) + "->" + letters[p] + "z"
+    return expr, others
 
 
 def tensorly_mttkrp(M: np.ndarray, factors: Sequence[np.ndarray], p: int) -> np.ndarray:

@@ -436,6 +436,7 @@ class MomentEngine:
                 linesearch=linesearch,
                 resume=resume,
                 residual_sq=self.residual_sq,
+                combine=self._op is not None,
             )
 
         def last(res):  # the error of the iterate a fit would keep

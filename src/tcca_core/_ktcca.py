@@ -22,7 +22,7 @@ import numpy as np
 import scipy.linalg as sla
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from ._als import warn_unconverged
+from ._convergence import warn_unconverged
 from ._engine import MomentEngine, fit_ranks
 from ._multiview import HighOrderCorrelationMixin
 from ._tcca import SOLVER_CONSTRAINTS, check_ranks, is_dask_views, max_cp_rank

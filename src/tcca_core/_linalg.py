@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
+from scipy.linalg.lapack import dgesdd as _gesdd
 
 __all__ = [
     "LinearProjectionMixin",
@@ -27,6 +28,10 @@ __all__ = [
 ]
 
 
+#: Matrices up to this many entries are factorized by LAPACK's gesdd called directly.
+_SMALL = 4096
+
+
 def svd(A: np.ndarray, full_matrices: bool = False):
     """Compute numpy's SVD (LAPACK gesdd), else the slower, more robust gesvd.
 
@@ -35,6 +40,12 @@ def svd(A: np.ndarray, full_matrices: bool = False):
     tensor (a start of ``n_init = 10`` at r = 300). gesvd succeeds there. Every dense
     SVD of the package goes through here (DSE's truncated ARPACK one does not).
     """
+    if A.size <= _SMALL and A.dtype == np.float64 and A.size:
+        # LAPACK directly: on a matrix this small numpy's wrapper costs as much as
+        # the factorization (ALS's randomized starts make thousands of them)
+        U, s, Vt, info = _gesdd(A, full_matrices=int(full_matrices))
+        if info == 0:
+            return U, s, Vt
     try:
         return np.linalg.svd(A, full_matrices=full_matrices)
     except np.linalg.LinAlgError:

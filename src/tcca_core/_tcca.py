@@ -19,7 +19,7 @@ from typing import ClassVar
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from ._als import swamped_message, warn_unconverged
+from ._convergence import swamped_message, warn_unconverged
 from ._engine import MomentEngine, fit_ranks
 from ._linalg import LinearProjectionMixin, column_mean, covariance, inv_sqrt_psd
 from ._multiview import HighOrderCorrelationMixin

@@ -1,0 +1,120 @@
+"""What a fit says when ALS stops short: the ConvergenceWarning and its wording.
+
+A fit that ran out of sweeps, broke down (its error rose above its lowest, see
+:func:`._als.broke_down`) or diverged warns, saying how far the error still moved
+so that a user can judge whether more sweeps matter; an ``eps`` that swamps the
+views' covariances is named first, since no number of sweeps helps there.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from ._als import BREAKDOWN, WINDOW, broke_down
+
+__all__ = ["convergence_message", "swamped_message", "warn_unconverged"]
+
+
+def warn_unconverged(name: str, out: dict, tol: float) -> None:
+    """Warn when the fit ``out`` diverged, broke down or ran out of sweeps.
+
+    ``out`` is an engine's ``info`` dict; running out of sweeps counts only with
+    ``tol > 0``. Called from an estimator's fit, so the ConvergenceWarning points
+    at the user's call.
+    """
+    swamped = out.get("swamped")
+    if swamped:
+        warnings.warn(f"{name}: {swamped}", UserWarning, stacklevel=4)
+    diverged = out.get("diverged", False)
+    if diverged or out.get("broke_down") or (not out["converged"] and tol > 0):
+        message = convergence_message(
+            name, out["errors"], tol, diverged, rise=out.get("rise")
+        )
+        if swamped:
+            message += (
+                " (eps swamps the data's covariance, see the warning before: the "
+                "tensor is at the scale of rounding, not max_iter's fault)"
+            )
+        warnings.warn(message, ConvergenceWarning, stacklevel=4)
+
+
+#: eps this many times the largest variance of a view swamps its covariance
+SWAMPED = 1e6
+
+
+def swamped_message(eps: float, covs: Sequence[np.ndarray]) -> str | None:
+    """Say how far ``eps`` swamps the views' covariances, or None where it does not.
+
+    With eps far above a view's largest variance the whitening is about
+    I / sqrt(eps): the canonical variates shrink with the data's scale (data at
+    1e-8 give variates of 1e-6), the moment tensor nears rounding level, and what
+    ALS then fits is the raw moments, not correlations.
+    """
+    if eps <= 0:
+        return None
+    tops = [float(np.linalg.eigvalsh(C)[-1]) if C.size else 0.0 for C in covs]
+    p = int(np.argmin(tops))
+    top = max(tops[p], np.finfo(float).tiny)
+    if eps <= SWAMPED * top:
+        return None
+    return (
+        f"eps = {eps:g} is {eps / top:.2g} times the largest variance of view {p} "
+        f"({tops[p]:.2g}): the ridge swamps the data's covariance, so the "
+        "whitening is about I / sqrt(eps) and the canonical variates measure the "
+        "data's scale, not correlation; rescale the views (e.g. StandardScaler) or "
+        "choose eps on the scale of their variances"
+    )
+
+
+def convergence_message(
+    name: str,
+    errors: Sequence[float],
+    tol: float,
+    diverged: bool = False,
+    rise: tuple | None = None,
+) -> str:
+    """Word the ConvergenceWarning of a fit that stopped short, broke down or diverged.
+
+    It says how far the error still moved, so that a user can judge whether more
+    sweeps matter. ``rise`` is :meth:`CPResult.kept`'s record of a run that ended
+    above its lowest error (``errors`` then ends at the iterate kept).
+    """
+    n = len(errors)
+    if rise is None and broke_down(errors):
+        k = int(np.argmin(errors))
+        rise = (k + 1, errors[k], n, errors[-1])
+    if rise is not None and rise[3] > rise[1] * (1 + BREAKDOWN):
+        k, low, last_n, last = rise
+        return (
+            f"{name}: ALS broke down: the relative error rose from its lowest, "
+            f"{low:.6g} at sweep {k}, to {last:.6g} at sweep {last_n}, "
+            "which exact ALS never does (wrongly computed updates, a degenerate CP "
+            f"fit); the iterate of lowest error (sweep {k}) is kept; a larger eps "
+            "or another init may avoid it"
+        )
+    if diverged:
+        last = f"{errors[-1]:.6g}" if errors else "n/a"
+        return (
+            f"{name}: ALS diverged (the factors overflowed, a degenerate CP fit); "
+            f"the iterate of lowest error is kept (sweep {n}, relative error "
+            f"{last}); a larger eps or another init may avoid it"
+        )
+    w = min(WINDOW, n - 1)
+    moved = (errors[-1 - w] - errors[-1]) / max(errors[-1], 1e-300) if w > 0 else 0.0
+    # a rise smaller than a breakdown (above) is a stall at rounding level, where
+    # "still fell by -4.7e-07" would mislead
+    trend = (
+        f"still fell by {moved:.2g} of itself over the last {w} sweeps; a larger "
+        "max_iter may lower it further"
+        if moved >= 0
+        else f"rose by {-moved:.2g} of itself over the last {w} sweeps (ALS has "
+        "stalled: exact sweeps never raise it); more sweeps are unlikely to lower it"
+    )
+    return (
+        f"{name}: ALS stopped after max_iter={n} sweeps before the stopping rule "
+        f"(tol={tol:g}) was met: the relative error {trend}"
+    )
