@@ -443,3 +443,29 @@ def test_demo_runs_and_says_what_its_numbers_mean(capsys):
     assert "not bounded by 1" in out
     assert "unit sum of squares" in out and "x N^(m/2)" in out
     assert "score" in out
+
+
+def test_a_small_grid_search_raises_no_warning_where_the_fits_are_fine():
+    """Issue #33: a 28-fit grid search on toy data (three views of 300 samples with a
+    shared 2-D signal, as benchmarks/toy_gridsearch.py) raised 3 ConvergenceWarnings
+    where cca-zoo raised none. Every fit here reaches the stopping rule."""
+    rng = np.random.default_rng(0)
+    z = rng.standard_normal((300, 2))
+    views = [
+        z @ rng.standard_normal((2, d)) + rng.standard_normal((300, d))
+        for d in (12, 10, 8)
+    ]
+    grid = {"n_components": [2, 3, 4], "eps": [1e-3, 1e-2, 1e-1]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning fails the test
+        gs = GridSearchCV(TCCA(n_components=2, random_state=0), grid, cv=3)
+        gs.fit(views)
+    best = gs.best_estimator_
+    assert best.converged_
+    # the refit's CP error is the best the battery's starts reach on this problem
+    alone = [
+        TCCA(best.n_components, eps=best.eps, init="hosvd", n_init=1).fit(views),
+        TCCA(best.n_components, eps=best.eps, n_init=10, random_state=1).fit(views),
+    ]
+    floor = min(a.reconstruction_errors_[-1] for a in alone)
+    assert best.reconstruction_errors_[-1] <= floor * (1 + 5e-3)
