@@ -42,6 +42,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -130,6 +131,22 @@ def edge_cells(summary: Mapping) -> list[dict]:
                             "rec": rec,
                         }
                     )
+    return out
+
+
+def fit_targets(cells: list[dict], overlay: Path) -> list[str]:
+    """The overlay's fit files for the cells that pick the lowest rank of their grid.
+
+    One per (dataset, setting, method), in the order of ``cells``; the post hoc
+    methods' files need ``--config post_hoc=true`` as well.
+    """
+    out = []
+    for c in cells:
+        if c["edge"] == "lowest":
+            path = overlay / "fits" / c["dataset"] / c["setting"] / c["method"]
+            target = os.path.relpath(path / "splitall.csv")
+            if target not in out:
+                out.append(target)
     return out
 
 
@@ -642,9 +659,19 @@ def main(argv=None) -> int:
         default=str(RESULTS / "equal_tuning.json"),
         help="the equal-tuning investigation's data (its eps per split)",
     )
+    ap.add_argument(
+        "--targets",
+        action="store_true",
+        help="print the overlay's fit files that the published picks call for "
+        "(the Snakemake targets of investigations/configs/grid_edges.yaml) and stop",
+    )
     args = ap.parse_args(argv)
     published = Path(args.published)
     overlay = Path(args.overlay) if args.overlay else published / "grid_edges"
+    if args.targets:
+        summary = json.loads((published / "summary.json").read_text())
+        print("\n".join(fit_targets(edge_cells(summary), overlay)))
+        return 0
     cells, _, verdict = build(published, overlay)
     text = (
         "#### Grid edges: ranks below the paper's grid\n\n"

@@ -328,3 +328,27 @@ def test_equal_tuning_grid_and_joins(edges):
         e for s in eps_cfg["method_sets"].values() for p in s.values() for e in p["eps"]
     }
     assert all(e < grid[0] or e > grid[-1] for e in values)
+
+
+def test_the_targets_are_the_lowest_edge_cells_once_each(edges, tmp_path, monkeypatch):
+    """--targets lists one fit file per cell that picks the lowest rank of its grid;
+    a cell at the top of its grid has no rank below to fit."""
+    monkeypatch.chdir(tmp_path)
+    cell = {
+        "dataset": "secstr",
+        "setting": "84k",
+        "method": "cca_bst",
+        "edge": "lowest",
+    }
+    cells = [
+        cell,
+        {**cell, "edge": "highest"},
+        {**cell, "method": "tcca", "edge": "highest"},
+        {**cell, "setting": "1.3m"},
+        dict(cell),  # a second column of the same setting and method
+    ]
+    got = edges.fit_targets(cells, tmp_path / "results" / "grid_edges")
+    assert got == [
+        "results/grid_edges/fits/secstr/84k/cca_bst/splitall.csv",
+        "results/grid_edges/fits/secstr/1.3m/cca_bst/splitall.csv",
+    ]
