@@ -1,0 +1,106 @@
+"""The front pages' numbers are the published results' (README.md and the docs' results
+page quote the headline cells by hand, so a rerun must not leave them behind).
+
+Every "mean ± std" on those pages must be a cell of ``results/summary.json`` (ours or
+the paper's, reading (A)), and the "Results at a glance" table must say what its
+columns say: TCCA's cell, the best of the paper's other methods in our run, and the
+paper's numbers for both.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tcca_core.registry import METHODS
+from tcca_core.reporting import format_pm
+
+REPO = Path(__file__).resolve().parents[1]
+PAGES = [REPO / "README.md", REPO / "docs" / "guide" / "results.md"]
+SUMMARY = json.loads((REPO / "results" / "summary.json").read_text())
+PM = re.compile(r"\d+\.\d\d ± \d+\.\d\d")
+
+#: The glance table's row labels: (table of summary.json, setting).
+ROWS = {
+    "SecStr, 84K unlabeled": ("secstr", "84k"),
+    "SecStr, 1.3M unlabeled": ("secstr", "1.3m"),
+    "Ads, 100 labeled": ("ads", "l100"),
+    "mfeat linear, 4 labeled per class": ("mfeat_linear", "linear4"),
+    "mfeat kernels, N = 2,000, 8 labeled per class": ("mfeat_kernel", "kernel2000_8"),
+    "mfeat kernels, N = 2,000, 8 per class": ("mfeat_kernel", "kernel2000_8"),
+}
+BY_LABEL = {spec.label: name for name, spec in METHODS.items()}
+
+
+def _records(table: str, setting: str) -> dict[str, dict]:
+    recs = SUMMARY["tables"][table]["accuracy"]["val"]
+    return {r["method"]: r for r in recs if r["setting"] == setting}
+
+
+def _every_cell() -> set[str]:
+    out = set()
+    for t in SUMMARY["tables"].values():
+        for r in t["accuracy"]["val"]:
+            out.add(format_pm(r["mean"], r["std"]))
+            if r.get("paper_mean") is not None:
+                out.add(format_pm(r["paper_mean"], r["paper_std"]))
+    return out
+
+
+def _glance_rows(text: str) -> list[list[str]]:
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("| data set |"))
+    rows = []
+    for ln in lines[start + 2 :]:
+        if not ln.startswith("|"):
+            break
+        rows.append([c.strip() for c in ln.strip().strip("|").split("|")])
+    return rows
+
+
+def _split(cell: str, default: str | None = None) -> tuple[str | None, str]:
+    """``"CCA (BST) 66.21 ± 0.82"`` -> ("cca_bst", "66.21 ± 0.82")."""
+    m = PM.search(cell)
+    if m is None:
+        return None, cell
+    label = cell[: m.start()].strip()
+    return (BY_LABEL[label] if label else default), m.group(0)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_quoted_cell_is_a_published_one(page):
+    cells = _every_cell()
+    quoted = PM.findall(page.read_text())
+    assert quoted, f"{page.name}: no cell quoted (did the table move?)"
+    assert [q for q in quoted if q not in cells] == []
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_the_glance_table_says_what_its_columns_say(page):
+    rows = _glance_rows(page.read_text())
+    assert len(rows) >= 4
+    for label, ours, paper, other, other_paper in rows:
+        recs = _records(*ROWS[label])
+        method, value = _split(ours, "tcca")
+        assert method in ("tcca", "ktcca")
+        assert value == format_pm(recs[method]["mean"], recs[method]["std"]), label
+        if PM.search(paper):
+            want = format_pm(recs[method]["paper_mean"], recs[method]["paper_std"])
+            assert paper == want, label
+        best, value = _split(other)
+        rivals = {
+            m: r
+            for m, r in recs.items()
+            if METHODS[m].role == "paper"
+            and m not in ("tcca", "ktcca")
+            and r["mean"] is not None  # not attempted (SecStr 1.3M's DSE, SSMVD)
+        }
+        top = max(rivals, key=lambda m: rivals[m]["mean"])
+        assert best == top, f"{label}: the best other method is {top}, not {best}"
+        assert value == format_pm(recs[best]["mean"], recs[best]["std"]), label
+        if PM.search(other_paper):
+            want = format_pm(recs[best]["paper_mean"], recs[best]["paper_std"])
+            assert other_paper == want, label
