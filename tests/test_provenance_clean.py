@@ -28,7 +28,6 @@ from tcca_core.reporting.provenance import (
     source_digest,
     tree_state,
 )
-from test_staleness import PUBLICATION_DONE, WAITING
 
 REPO = Path(__file__).resolve().parents[1]
 SUMMARY = REPO / "results" / "summary.json"
@@ -268,7 +267,6 @@ def test_reproduction_alone_and_other_folders_run_from_a_dirty_tree(
 # --------------------------------------------------- the committed summary
 
 
-@pytest.mark.skipif(not PUBLICATION_DONE, reason=WAITING)
 def test_published_summary_names_a_clean_commit_of_this_history():
     git_prov = json.loads(SUMMARY.read_text())["provenance"]["git"]
     assert git_prov["dirty"] is False, (
