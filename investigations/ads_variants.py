@@ -44,7 +44,7 @@ write(
     "rows but the validation rows; (A) validation-selected over r in "
     + ", ".join(map(str, R_GRID))
     + "; columns r = ...: mean test accuracy (%). Command: "
-    "`python investigations/ads_variants.py --splits 3`.",
+    f"`python investigations/ads_variants.py --splits {args.splits}`.",
     args.out,
     "ads_variants",
 )

@@ -31,7 +31,7 @@ write(
     "exp(-d / max d); (A) validation-selected over r in "
     + ", ".join(map(str, R_GRID))
     + "; columns r = ...: mean test accuracy (%). Command: "
-    "`python investigations/ktcca_eps.py --splits 2`.",
+    f"`python investigations/ktcca_eps.py --splits {args.splits}`.",
     args.out,
     "ktcca_eps",
 )

@@ -14,7 +14,7 @@ what is built from the per-view variates Z_p (first r columns each):
 - corr-scaled: [Z_1 D ... Z_k D], D = diag of the canonical correlations (CCA-LS:
   its beta, the mean pairwise correlation, clipped at 0).
 
-It does so by wrapping tcca_core.protocol.runners._transform, the one place where the
+It does so by wrapping tcca_core.protocol.runners._sliced, the one place where the
 nested linear runners (CCA (BST), CCA (AVG), CCA-LS) get the per-view variates.
 """
 
@@ -61,15 +61,20 @@ VARIANTS = {
 DIM = {(False, "cca_bst"): "2r", (False, "cca_avg"): "2r", (False, "cca_ls"): "3r"}
 DIM |= {(True, m): "r" for m in METHODS}
 
-_ORIGINAL_TRANSFORM = runners._transform
+_ORIGINAL_SLICED = runners._sliced
 
 
 def _patched(combine):
-    def transform(est, data, fit_cost):
-        Zs, r_max, cost = _ORIGINAL_TRANSFORM(est, data, fit_cost)
-        return combine(Zs, est), r_max, cost
+    """``runners._sliced`` with ``combine`` applied to the per-view variates."""
 
-    return transform
+    def sliced(rows_of):
+        def embed(est):
+            Zs = combine(list(est.transform(rows_of(), per_view=True)), est)
+            return lambda r: np.hstack([Z[:, :r] for Z in Zs])
+
+        return embed
+
+    return sliced
 
 
 args = parse_args(__doc__)
@@ -100,7 +105,7 @@ def report(rows):
 rows = []
 try:
     for variant, combine in VARIANTS.items():
-        runners._transform = _patched(combine)
+        runners._sliced = _patched(combine)
         for method in METHODS:
             t0 = time.perf_counter()
             df = pd.concat(
@@ -136,4 +141,4 @@ try:
             print(f"  {variant} / {method}: {time.perf_counter() - t0:.0f} s")
             report(rows)  # after every cell, so that a long run leaves its rows
 finally:
-    runners._transform = _ORIGINAL_TRANSFORM
+    runners._sliced = _ORIGINAL_SLICED

@@ -43,12 +43,6 @@ NOT_REMADE = frozenset(
         "grid_edges",
         "equal_tuning",
         "variance",
-        "secstr_centering",
-        "ads_variants",
-        "secstr_cca_representation",
-        "secstr_bsf",
-        "graph_baselines",
-        "ktcca_eps",
         "nuswide_cost",
     }
 )
