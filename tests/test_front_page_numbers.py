@@ -30,7 +30,6 @@ ROWS = {
     "Ads, 100 labeled": ("ads", "l100"),
     "mfeat linear, 4 labeled per class": ("mfeat_linear", "linear4"),
     "mfeat kernels, N = 2,000, 8 labeled per class": ("mfeat_kernel", "kernel2000_8"),
-    "mfeat kernels, N = 2,000, 8 per class": ("mfeat_kernel", "kernel2000_8"),
 }
 BY_LABEL = {spec.label: name for name, spec in METHODS.items()}
 
