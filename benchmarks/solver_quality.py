@@ -240,6 +240,32 @@ def summarize(df):
     return pd.DataFrame(out)
 
 
+def count_cancellations() -> dict:
+    """Count, from here on, the CP error evaluations (``_als._error``) whose Gram
+    formula cancels past ``CANCELLATION``: those summed directly (near-exact fits)
+    and those left unresolved (degenerate past ``DEGENERATE``, or overflowed).
+    Where both stay 0, neither the direct sum nor the degenerate stop engaged."""
+    import numpy as np
+
+    from tcca_core import _als
+
+    counts = {"evaluations": 0, "direct": 0, "unresolved": 0}
+    error = _als._error
+
+    def counted(norm_sq, B, factors, grams, residual_sq=None):
+        def direct(f):
+            counts["direct"] += 1
+            return residual_sq(f) if residual_sq is not None else None
+
+        counts["evaluations"] += 1
+        err = error(norm_sq, B, factors, grams, direct)
+        counts["unresolved"] += not np.isfinite(err)
+        return err
+
+    _als._error = counted
+    return counts
+
+
 def main(argv=None):
     import pandas as pd
 
@@ -248,7 +274,14 @@ def main(argv=None):
     ap.add_argument("--cases", nargs="*", default=list(CASES), choices=list(CASES))
     ap.add_argument("--out", default="benchmarks/results/solver_quality.csv")
     ap.add_argument("--markdown", default=None, help="also write the tables here")
+    ap.add_argument(
+        "--count-cancellations",
+        action="store_true",
+        help="count the error evaluations whose Gram formula cancels past "
+        "_als.CANCELLATION (summed directly, or unresolved past _als.DEGENERATE)",
+    )
     args = ap.parse_args(argv)
+    counts = count_cancellations() if args.count_cancellations else None
 
     rows, paths = [], []
     for name in args.cases:
@@ -292,6 +325,11 @@ def main(argv=None):
     print(f"\n{len(summary) - len(failed)} of {len(summary)} defaults within 0.5 %")
     lost = paths[paths["warm path gap (%)"] > 100 * TOLERANCE]
     print(f"{len(paths) - len(lost)} of {len(paths)} warm paths within 0.5 %")
+    if counts is not None:
+        print(
+            f"{counts['evaluations']} error evaluations; past CANCELLATION: "
+            f"{counts['direct']} summed directly, {counts['unresolved']} unresolved"
+        )
     return 0 if failed.empty and lost.empty else 1
 
 

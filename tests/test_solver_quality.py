@@ -539,11 +539,11 @@ def _planted_m(rng, dims, N=1500):
 
 
 @pytest.mark.parametrize("algorithm", ["dense", "implicit"])
-def test_the_error_is_the_true_error_when_components_cancel(rng, algorithm):
-    """Two near-opposite components of weight 1e9 (wrong updates made 9e9 on Ads):
-    the Gram formula of the error cancels to noise; the reported error must be
-    ||M - M_hat|| / ||M|| all the same, from the engine's direct sum (to the
-    precision that M_hat's own entries allow: 1e9 * 1e-16 against entries ~0.1)."""
+def test_the_error_of_a_near_exact_fit_is_the_true_error(rng, algorithm):
+    """A fit within 1e-9 of M: the Gram formula's terms (of the order of ||M||^2)
+    cancel to rounding noise (about 1e-8 of ||M||), far above the error itself; the
+    reported error must be ||M - M_hat|| / ||M|| all the same, from the engine's
+    direct sum."""
     from tcca_core._als import cp_error
     from tcca_core._engine import MomentEngine
     from tcca_core._tensors import WhitenedView
@@ -552,27 +552,60 @@ def test_the_error_is_the_true_error_when_components_cancel(rng, algorithm):
     Y = [_whiten(X, 1e-2) for X in views]
     engine = MomentEngine([WhitenedView(y) for y in Y], algorithm)
     M = np.einsum("ni,nj,nk->ijk", *Y) / len(Y[0])
-    a, b, c = (rng.standard_normal((d, 1)) for d in (7, 6, 5))
-    tiny = 1e-11 * rng.standard_normal((7, 1))
-    factors = [
-        np.hstack([1e9 * a, -1e9 * (a + tiny)]),
-        np.hstack([b, b]),
-        np.hstack([c, c]),
-    ]
+    # M exactly as a CP of rank 42: sum over (i, j) of e_i o e_j o M[i, j, :]
+    i, j = np.meshgrid(np.arange(7), np.arange(6), indexing="ij")
+    exact = [np.eye(7)[:, i.ravel()], np.eye(6)[:, j.ravel()], M.reshape(42, 5).T]
+    factors = [*exact[:2], exact[2] * (1 + 1e-9 * rng.standard_normal((5, 42)))]
     M_hat = np.einsum("ir,jr,kr->ijk", *factors)
     truth = np.linalg.norm(M - M_hat) / np.linalg.norm(M)
+    assert 1e-11 < truth < 1e-8
     assert engine.residual_sq(factors) == pytest.approx(
         np.linalg.norm(M - M_hat) ** 2, rel=1e-6
     )
     guarded = cp_error(engine.mttkrp, engine.norm_sq, factors, engine.residual_sq)
     assert guarded == pytest.approx(truth, rel=1e-6)
     raw = cp_error(engine.mttkrp, engine.norm_sq, factors)
-    assert abs(raw - truth) > 0.01 * truth  # what the unguarded formula reports
+    assert abs(raw - truth) > 0.5 * truth  # what the unguarded formula reports
     # a well-conditioned iterate never pays for the direct sum
     calls = []
     U = [np.linalg.qr(rng.standard_normal((d, 3)))[0] for d in (7, 6, 5)]
     cp_error(engine.mttkrp, engine.norm_sq, U, lambda f: calls.append(1))
     assert not calls
+
+
+def _cancelling(rng, dims):
+    """Two near-opposite rank-one components of weight 1e9 (a degenerate CP)."""
+    a, b, c = (rng.standard_normal((d, 1)) for d in dims)
+    tiny = 1e-11 * rng.standard_normal((dims[0], 1))
+    return [
+        np.hstack([1e9 * a, -1e9 * (a + tiny)]),
+        np.hstack([b, b]),
+        np.hstack([c, c]),
+    ]
+
+
+@pytest.mark.parametrize("algorithm", ["dense", "implicit"])
+def test_a_degenerate_fit_has_no_error_and_pays_for_no_direct_sum(rng, algorithm):
+    """Two near-opposite components of weight 1e9 (wrong updates made 9e9 on Ads; a
+    swamp at r = 300 grows its components sweep after sweep): the Gram formula
+    cancels to noise, and summing the residual directly would cost more than the
+    sweep (30 s against 0.1 s on Ads). The error is unresolved (inf: cp_als keeps
+    its best resolved iterate), never a wrong finite number, and no direct sum is
+    made."""
+    from tcca_core._als import DEGENERATE, cp_error
+    from tcca_core._engine import MomentEngine
+    from tcca_core._tensors import WhitenedView
+
+    Y = [_whiten(X, 1e-2) for X in _planted(rng, N=600, dims=(7, 6, 5))]
+    engine = MomentEngine([WhitenedView(y) for y in Y], algorithm)
+    factors = _cancelling(rng, (7, 6, 5))
+    M_hat = np.einsum("ir,jr,kr->ijk", *factors)
+    assert np.linalg.norm(M_hat) ** 2 < DEGENERATE * engine.norm_sq  # the sum is tame
+    calls = []
+    err = cp_error(
+        engine.mttkrp, engine.norm_sq, factors, lambda f: calls.append(1) or 0.0
+    )
+    assert err == np.inf and not calls
 
 
 def test_an_error_the_gram_formula_cannot_resolve_is_no_number(rng):
@@ -590,14 +623,7 @@ def test_an_error_the_gram_formula_cannot_resolve_is_no_number(rng):
         return dense_mttkrp(M, factors, p)
 
     norm_sq = float(np.vdot(M, M))
-    a, b, c = (rng.standard_normal((d, 1)) for d in (7, 6, 5))
-    tiny = 1e-11 * rng.standard_normal((7, 1))
-    cancelling = [
-        np.hstack([1e9 * a, -1e9 * (a + tiny)]),
-        np.hstack([b, b]),
-        np.hstack([c, c]),
-    ]
-    assert cp_error(mttkrp, norm_sq, cancelling) == np.inf
+    assert cp_error(mttkrp, norm_sq, _cancelling(rng, (7, 6, 5))) == np.inf
     # a healthy fit, even a poor one, keeps its finite error without a direct sum
     U = [np.linalg.qr(rng.standard_normal((d, 3)))[0] for d in (7, 6, 5)]
     M_hat = np.einsum("ir,jr,kr->ijk", *U)

@@ -77,8 +77,9 @@ class CPResult:
     n_jumps: int = 0
     #: the line search's and the stopping rule's state, to resume the run
     state: tuple = (2.0, 0, 0)
-    #: a sweep overflowed (a degenerate fit whose factors grow without bound):
-    #: the factors are the best (lowest-error) iterate, and resuming cannot help
+    #: a degenerate fit: a sweep overflowed, or its components grew so far beyond
+    #: the tensor that the error is unresolved (:data:`DEGENERATE`); the factors
+    #: are the best (lowest-error) iterate, and resuming cannot help
     diverged: bool = False
     #: (sweep, factors) of the lowest error so far, to resume the run
     best: tuple = ()
@@ -230,12 +231,16 @@ Residual = Callable[[Sequence[np.ndarray]], "float | None"]
 
 #: The Gram formula of the error loses about log10(CANCELLATION) digits of the
 #: squared error; past this it is replaced by the engine's direct sum (a
-#: well-conditioned fit stays below 2e3: Ads, raw views, cases of BENCHMARKS.md).
+#: well-conditioned fit stays below 2e3: Ads, raw views, cases of BENCHMARKS.md),
+#: unless the fit is degenerate (:data:`DEGENERATE`).
 CANCELLATION = 1e6
-#: Terms of the Gram formula this far above ||T||^2 leave no digit of a residual
-#: of the order of ||T||^2 (pairwise sums lose about 1e-15 of their terms): where
-#: no direct sum exists, such an error is unresolved (see :func:`_error`).
-UNRESOLVED = 1e6
+#: Gram terms this far above ||T||^2 are components far larger than the tensor that
+#: cancel each other: a degenerate fit (a swamp whose components grow sweep after
+#: sweep). Where such terms also cancel past :data:`CANCELLATION`, the error is
+#: unresolved (see :func:`_error`): the fit stops at its best resolved iterate. A
+#: near-exact fit, whose error is small but whose terms are of the order of ||T||^2,
+#: is summed directly instead.
+DEGENERATE = 1e3
 
 
 def cp_error(
@@ -253,8 +258,7 @@ def _error(norm_sq: float, B, factors, grams, residual_sq=None) -> float:
     # ||T - T_hat||^2 = ||T||^2 + ||T_hat||^2 - 2 <T, T_hat>, with <T, T_hat>
     # read off the last mode's MTTKRP B. The terms can be far larger than their
     # sum (components that nearly cancel: weights of 1e4 and 9e9 gave 0.45 for a
-    # true 1.78 on Ads), so the cancellation is measured and, past CANCELLATION,
-    # the residual is summed directly.
+    # true 1.78 on Ads), so the cancellation is measured.
     if norm_sq <= 0:
         return 0.0
     # array methods, not numpy's functions: on small problems the wrappers cost
@@ -268,17 +272,19 @@ def _error(norm_sq: float, B, factors, grams, residual_sq=None) -> float:
     err_sq = norm_sq + rec_sq - 2 * iprod
     scale = norm_sq + float(np.abs(hadamard).sum()) + 2 * float(np.abs(terms).sum())
     if scale > CANCELLATION * max(err_sq, 0.0):
+        if scale > DEGENERATE * norm_sq:
+            # a degenerate fit: its components grow while the error creeps (Ads,
+            # r = 300: Gram terms 6,000 times ||T||^2 by sweep 275), and the
+            # direct sum would cost more than the sweep (30 s against 0.1 s; a
+            # whole job's time for the rest of the sweeps). Past this the Gram
+            # formula's rounding approaches the error itself (KTCCA, six views of
+            # 500 samples: 0.60 reported for a true error above 0.94), and a wrong
+            # low error would be kept as the best iterate. No number is better
+            # than a wrong one: cp_als stops at the best resolved iterate.
+            return float("inf")
         direct = residual_sq(factors) if residual_sq is not None else None
         if direct is not None:
             err_sq = direct
-        elif scale > UNRESOLVED * norm_sq:
-            # a degenerate fit (components far larger than T that nearly cancel)
-            # where the residual cannot be summed directly: the Gram formula's
-            # rounding is then of the order of the error itself (KTCCA, six views
-            # of 500 samples: 0.60 reported for a true error above 0.94), and a
-            # wrong low error would be kept as the best iterate. No number is
-            # better than a wrong one: cp_als stops at the best resolved iterate.
-            return float("inf")
     return float(np.sqrt(abs(err_sq) / norm_sq))
 
 
@@ -465,12 +471,13 @@ def cp_als(
             grams[p] = factors[p].T @ factors[p]
         err = _error(norm_sq, B, factors, grams, residual_sq)
         if not np.isfinite(err):
-            # the factors overflowed (a degenerate fit): the error, built from
-            # every Gram matrix, is then inf or NaN; a NaN iterate would reach the
-            # projections unnoticed. Before overflowing, the ill-conditioned normal
-            # equations already raise the error (see broke_down; Ads, raw views,
-            # eps = 1e-3, r = 95: 0.446 at sweep 13, 0.99 at sweep 133), so the
-            # best iterate is kept, not the last finite one
+            # a degenerate fit: its error is unresolved (_error) or the factors
+            # overflowed, and the error, built from every Gram matrix, is then inf
+            # or NaN; a NaN iterate would reach the projections unnoticed. Before
+            # overflowing, the ill-conditioned normal equations already raise the
+            # error (see broke_down; Ads, raw views, eps = 1e-3, r = 95: 0.446 at
+            # sweep 13, 0.99 at sweep 133), so the best iterate is kept, not the
+            # last finite one
             factors, n_iter, diverged = best_factors, best_n, True
             del errors[best_n:]
             break

@@ -99,7 +99,8 @@ def convergence_message(
     if diverged:
         last = f"{errors[-1]:.6g}" if errors else "n/a"
         return (
-            f"{name}: ALS diverged (the factors overflowed, a degenerate CP fit); "
+            f"{name}: ALS diverged (a degenerate CP fit: components far larger than "
+            "the tensor that cancel each other, or factors that overflowed); "
             f"the iterate of lowest error is kept (sweep {n}, relative error "
             f"{last}); a larger eps or another init may avoid it"
         )

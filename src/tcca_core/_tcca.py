@@ -290,7 +290,8 @@ class TCCA(
     converged_ : bool
         Whether the kept start met ``tol`` before ``max_iter``. False too when
         its ALS broke down (the error rose more than 0.1 % above the lowest it
-        reached) or diverged (the factors overflowed); the iterate of lowest
+        reached) or diverged (a degenerate fit: components far larger than the
+        tensor, cancelling each other, or overflowing); the iterate of lowest
         error is kept, and a ConvergenceWarning says which.
     reconstruction_errors_ : list of float
         ||M - M_hat||_F / ||M||_F after each sweep of the kept start (up to the
