@@ -160,7 +160,7 @@ def main(argv=None) -> int:
             f"{args.before_name or args.before} {args.after}`; "
             "reading (A); within noise: the means differ by no more than the larger "
             "std.\n\n"
-            f"{markdown}\n\nCells: {tally}.\n"
+            f"{markdown}\n\nCells: {len(table)} ({tally}).\n"
         )
     bad = counts.get("MOVED", 0) > 0
     if args.strict:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shlex
 import sys
@@ -30,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from tcca_core import datasets, protocol
 from tcca_core._io import atomic_write_text
@@ -43,6 +45,16 @@ from tcca_core.pipeline.rows import (
 )
 from tcca_core.reporting import format_pm
 from tcca_core.reporting.provenance import output_stamp, read_stamp, stamp_text
+
+#: One BLAS/OpenMP thread in every script, as in the workflow's fit jobs (Snakemake
+#: sets OMP_NUM_THREADS to a job's threads): the outputs say "1 thread", and BLAS
+#: rounds differently with another thread count, which moves near-degenerate fits
+#: (Ads' kNN graphs of graph_baselines.py: cells by up to a point between 1 and 2
+#: threads). The variables reach the libraries loaded later (scipy's own OpenBLAS,
+#: scikit-learn's OpenMP); threadpool_limits those already loaded.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+threadpool_limits(1)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 REPO = RESULTS.parents[1]
@@ -141,7 +153,7 @@ def command() -> str:
 #: docs/investigations.md: the words around each as the script writes them ({} the
 #: number, {*} any text on the line).
 FACTS = {
-    "grid_rerun": {"identical": "identical: {},"},
+    "grid_rerun": {"cells": "Cells: {} (", "identical": "identical: {}"},
     "optimizer_robustness": {
         "beyond_noise": "beyond noise: {};",
         "started_variants": "Started variants run: {};",

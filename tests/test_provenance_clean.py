@@ -84,6 +84,8 @@ def test_what_the_run_writes_does_not_count(checkout):
     (checkout / "results" / "summary.json").write_text('{"new": 1}\n')
     (checkout / "results" / "tables" / "t.md").write_text("| a |\n")
     (checkout / "REPRODUCTION.md").write_text("# R again\n")
+    (checkout / "investigations" / "results").mkdir(parents=True)
+    (checkout / "investigations" / "results" / "x.md").write_text("an output\n")
     (checkout / "data").mkdir()
     (checkout / "data" / "big.npz").write_text("ignored")
     assert tree_state(checkout)["dirty"] is False

@@ -82,10 +82,11 @@ def package_versions(packages: Sequence[str] = _PACKAGES) -> dict:
     return out
 
 
-#: What a run of the full configuration writes in the repository (relative to its
-#: top): rewriting them does not make the tree dirty, or the run would dirty itself.
+#: What a run of the full configuration or an investigation writes in the repository
+#: (relative to its top): rewriting them does not make the tree dirty, or the run
+#: would dirty itself, and each investigation the next one's stamp.
 #: The first is the published folder (``tcca_core.pipeline.locations.PUBLISHED``).
-OUTPUT_PATHS = ("results", "REPRODUCTION.md")
+OUTPUT_PATHS = ("results", "REPRODUCTION.md", "investigations/results")
 
 
 def tree_state(path: str | os.PathLike) -> dict:
