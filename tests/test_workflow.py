@@ -151,6 +151,7 @@ ADS_LIKE_SETTING = {"learner": "rls", "n_labeled": 10, "methods": "linear_rls"}
             {"datasets": {"adds": {"settings": {"x": ADS_LIKE_SETTING}}}},
             "datasets.adds: unknown data set",
         ),
+        ({"machine": {"cpu": "a cpu"}}, "machine"),
     ],
 )
 def test_bad_config_fails_before_any_job(tmp_path, overlay, key):
@@ -361,6 +362,29 @@ def test_defaults_written_out_rerun_nothing(e2e, tmp_path):
     )  # fmt: skip
     assert res.returncode == 0, res.stderr[-3000:]
     assert "Nothing to be done" in res.stdout + res.stderr, res.stdout[-3000:]
+
+
+def test_a_configured_machine_relabels_the_costs_and_refits_nothing(e2e, tmp_path):
+    """Fits written back from another machine's rows keep that machine's name: with
+    ``machine`` given, the tables and the summary are made again naming it, and no
+    fit job runs (results/README.md, "A run across machines")."""
+    work = tmp_path / "work"
+    shutil.copytree(e2e, work, symlinks=True)
+    machine = {"cpu": "The fits' CPU", "logical_cores": 7, "system": "Linux x"}
+    overlay = tmp_path / "machine.yaml"
+    overlay.write_text(yaml.safe_dump({"machine": machine}))
+    res = snakemake(
+        "-s", str(SNAKEFILE), "--directory", str(work), "--cores", "2",
+        "--configfile", str(overlay),
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    counts = job_counts(res.stdout + res.stderr)
+    assert counts.get("table") == 2 and "fit" not in counts, counts
+    for row in _read_csv(work / "results/tables/nuswide_linear_cost.csv"):
+        assert row["machine"] == "The fits' CPU, 7 logical cores"
+    prov = json.loads((work / "results/summary.json").read_text())["provenance"]
+    assert prov["machine"] == machine
+    assert prov["run"]["label"] == "full"  # a label, not a reduced run
 
 
 def test_a_fresh_clone_dry_run_says_why_it_shows_only_downloads(tmp_path):

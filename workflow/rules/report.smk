@@ -68,6 +68,8 @@ rule table:
     params:
         table=by_wildcards(PLAN.table_params),
         jobs=by_wildcards(PLAN.table_jobs),
+        # where the fits ran, if not here (config key machine)
+        machine=PLAN.config.get("machine"),
     message:
         "Building table {wildcards.table} (accuracy, cost) and its figures"
     script:

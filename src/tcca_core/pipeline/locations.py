@@ -44,6 +44,8 @@ RUN_KEYS = frozenset(
         "pending",
         "post_hoc",
         "results_dir",
+        # where the costs were measured: a label, not how they were computed
+        "machine",
     }
 )
 

@@ -405,6 +405,8 @@ def provenance(config: Mapping, *, repo: str | os.PathLike, threads=None) -> dic
     ``versions`` it tells whether the run used the pinned environment.
     ``source_digest`` is the digest of the library code the numbers depend on
     (:func:`source_digest`), as every investigation output records it.
+    ``machine`` is where the fits ran: the configuration's ``machine`` where given
+    (fits written back from another machine's rows), else this one.
     """
     return {
         "seed": config.get("seed"),
@@ -413,7 +415,7 @@ def provenance(config: Mapping, *, repo: str | os.PathLike, threads=None) -> dic
         "git": git_commit(repo),
         "source_digest": source_digest(),
         "lock_sha256": lock_digest(repo),
-        "machine": machine_info(),
+        "machine": dict(config.get("machine") or machine_info()),
         "threads": threads,
     }
 
