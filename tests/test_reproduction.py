@@ -205,6 +205,13 @@ def test_build_lays_out_tables_figures_claims_and_missing(summary):
     assert text.count("**confirmed.**") + text.count("**not confirmed.**") == 6
     assert text.index("## Cells against the paper") < text.index("Why TCCA differs.")
     assert "Commit: `abc`" in text
+    assert "Machine: cpu test cpu, logical_cores 2\n" in text
+    # a machine given in the configuration is said to be where the fits ran
+    other = copy.deepcopy(summary)
+    other["provenance"]["config"]["machine"] = other["provenance"]["machine"]
+    assert "logical_cores 2 (where the fits ran, as the configuration gives it" in (
+        build(other, investigations="", missing={})
+    )
     # the same summary gives the same text
     assert text == build(
         summary,

@@ -331,7 +331,14 @@ def _provenance(summary: Mapping) -> str:
         f"- Seed: {cfg.get('seed')}, splits: {cfg.get('n_splits')}, r grid: "
         f"{cfg.get('r_grid')}, validation share: {cfg.get('val_fraction')}",
         "- Machine: "
-        + ", ".join(f"{k} {v}" for k, v in sorted(machine.items()) if v is not None),
+        + ", ".join(f"{k} {v}" for k, v in sorted(machine.items()) if v is not None)
+        + (
+            " (where the fits ran, as the configuration gives it: they were written "
+            "back from committed rows and aggregated on another machine; "
+            'results/README.md, "A run across machines")'
+            if cfg.get("machine")
+            else ""
+        ),
         *_own_grids(cfg),
         f"- Threads per job: {prov.get('threads')}",
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())),
