@@ -42,7 +42,6 @@ NOT_REMADE = frozenset(
         "optimizer_robustness",
         "grid_edges",
         "equal_tuning",
-        "variance",
         "nuswide_cost",
     }
 )
