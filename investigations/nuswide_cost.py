@@ -62,6 +62,7 @@ from tcca_core._io import atomic_write_text
 from tcca_core.datasets import nuswide
 from tcca_core.pipeline.config import r_grid_of, resolve_settings
 from tcca_core.pipeline.jobs import draw_splits, prepare_data
+from tcca_core.pipeline.plan import SplitJob
 from tcca_core.registry import METHODS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -168,6 +169,11 @@ def _setting_cfg(config: dict, settings: dict, setting: str) -> dict:
     }
 
 
+def split_params(cfg: dict) -> dict:
+    """The splits job's share of a fit job's parameters (:class:`SplitJob`'s fields)."""
+    return {k: cfg[k] for k in SplitJob.__dataclass_fields__ if k in cfg}
+
+
 def lpt(times: list[float], cores: int = CORES) -> float:
     """Makespan of longest-processing-time-first packing on ``cores`` cores."""
     loads = [0.0] * cores
@@ -256,7 +262,7 @@ def main(argv=None) -> int:
                     continue  # the 500-row subset: the same job at every size
                 cfg = _setting_cfg(config, settings, setting)
                 splits = base / f"{setting}.json"
-                draw_splits(cfg, splits, data_root=root, mirror=base / "mirror",
+                draw_splits(split_params(cfg), splits, data_root=root, mirror=base / "mirror",
                             offline=True)  # fmt: skip
                 n_rows = len(json.loads(splits.read_text())["subset"])
                 for method, params in settings["nuswide"][setting]["methods"].items():

@@ -119,3 +119,15 @@ def test_report_mode_keeps_the_data_of_the_report(cost, tmp_path):
     redone = json.loads(again.with_suffix(".json").read_text())
     assert redone["jobs"] == jobs and redone["commands"][:3] == data["commands"]
     assert redone["facts"] == data["facts"]
+
+
+def test_main_runs_a_fit_job_through_the_pipeline(cost, tmp_path):
+    # the script builds the job parameters the pipeline's jobs read back
+    # (SplitJob/FitJob.from_params): a field they lose or gain breaks it here first
+    out = tmp_path / "cost.md"
+    argv = ["--sizes", "300", "--quick", "--tables", "nuswide_linear"]
+    assert cost.main([*argv, "--methods", "bsf", "--out", str(out)]) == 0
+    jobs = json.loads(out.with_suffix(".json").read_text())["jobs"]
+    assert [(j["method"], j["size"]) for j in jobs] == [("bsf", 300)]
+    assert jobs[0]["cpu_s"] > 0
+    assert "| nuswide_linear | BSF | 300: " in out.read_text()
