@@ -262,8 +262,8 @@ def main(argv=None) -> int:
                     continue  # the 500-row subset: the same job at every size
                 cfg = _setting_cfg(config, settings, setting)
                 splits = base / f"{setting}.json"
-                draw_splits(split_params(cfg), splits, data_root=root, mirror=base / "mirror",
-                            offline=True)  # fmt: skip
+                draw_splits(split_params(cfg), splits, data_root=root,
+                            mirror=base / "mirror", offline=True)  # fmt: skip
                 n_rows = len(json.loads(splits.read_text())["subset"])
                 for method, params in settings["nuswide"][setting]["methods"].items():
                     if args.methods and method not in args.methods:
