@@ -42,7 +42,6 @@ NOT_REMADE = frozenset(
         "optimizer_robustness",
         "grid_edges",
         "equal_tuning",
-        "nuswide_cost",
     }
 )
 #: True once the published grid and every investigation output have been made again
