@@ -242,9 +242,10 @@ def summarize(df):
 
 def count_cancellations() -> dict:
     """Count, from here on, the CP error evaluations (``_als._error``) whose Gram
-    formula cancels past ``CANCELLATION``: those summed directly (near-exact fits)
-    and those left unresolved (degenerate past ``DEGENERATE``, or overflowed).
-    Where both stay 0, neither the direct sum nor the degenerate stop engaged."""
+    formula cancels past its limit (``_als.cancellation_limit``): those summed
+    directly (near-exact fits) and those left unresolved (degenerate past
+    ``DEGENERATE``, or overflowed). Where both stay 0, neither the direct sum
+    nor the degenerate stop engaged."""
     import numpy as np
 
     from tcca_core import _als
@@ -252,13 +253,13 @@ def count_cancellations() -> dict:
     counts = {"evaluations": 0, "direct": 0, "unresolved": 0}
     error = _als._error
 
-    def counted(norm_sq, B, factors, grams, residual_sq=None):
+    def counted(norm_sq, B, factors, grams, residual_sq=None, *limit):
         def direct(f):
             counts["direct"] += 1
             return residual_sq(f) if residual_sq is not None else None
 
         counts["evaluations"] += 1
-        err = error(norm_sq, B, factors, grams, direct)
+        err = error(norm_sq, B, factors, grams, direct, *limit)
         counts["unresolved"] += not np.isfinite(err)
         return err
 
@@ -278,7 +279,8 @@ def main(argv=None):
         "--count-cancellations",
         action="store_true",
         help="count the error evaluations whose Gram formula cancels past "
-        "_als.CANCELLATION (summed directly, or unresolved past _als.DEGENERATE)",
+        "_als.cancellation_limit(tol) (summed directly, or unresolved past "
+        "_als.DEGENERATE)",
     )
     args = ap.parse_args(argv)
     counts = count_cancellations() if args.count_cancellations else None
@@ -327,7 +329,7 @@ def main(argv=None):
     print(f"{len(paths) - len(lost)} of {len(paths)} warm paths within 0.5 %")
     if counts is not None:
         print(
-            f"{counts['evaluations']} error evaluations; past CANCELLATION: "
+            f"{counts['evaluations']} error evaluations; past the cancellation limit: "
             f"{counts['direct']} summed directly, {counts['unresolved']} unresolved"
         )
     return 0 if failed.empty and lost.empty else 1

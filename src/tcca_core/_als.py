@@ -229,10 +229,13 @@ def init_factors(
 #: or None where the engine cannot afford it.
 Residual = Callable[[Sequence[np.ndarray]], "float | None"]
 
-#: The Gram formula of the error loses about log10(CANCELLATION) digits of the
-#: squared error; past this it is replaced by the engine's direct sum (a
-#: well-conditioned fit stays below 2e3: Ads, raw views, cases of BENCHMARKS.md),
-#: unless the fit is degenerate (:data:`DEGENERATE`).
+#: The Gram formula of the error loses about log10(scale / err^2) digits of the
+#: squared error (measured on Ads' near-exact fits: 2e-10 to 8e-10 of it at 1e6 to
+#: 1.4e6, against the direct sum). Past CANCELLATION it is replaced by the engine's
+#: direct sum (a well-conditioned fit stays below 2e3: Ads, raw views, cases of
+#: BENCHMARKS.md), unless the fit is degenerate (:data:`DEGENERATE`). ALS itself
+#: may go up to 100 times further where its stopping rule needs fewer digits
+#: (:func:`cancellation_limit`).
 CANCELLATION = 1e6
 #: Gram terms this far above ||T||^2 are components far larger than the tensor that
 #: cancel each other: a degenerate fit (a swamp whose components grow sweep after
@@ -243,18 +246,41 @@ CANCELLATION = 1e6
 DEGENERATE = 1e3
 
 
+def cancellation_limit(tol: float) -> float:
+    """Return how far ALS's error may cancel (Gram terms over the squared error).
+
+    The stopping rule compares decreases of the error with ``tol`` times the error;
+    the Gram formula, rounding to about 1e-15 times the cancellation (relative),
+    then only has to resolve a hundredth of ``tol``: 1e8 at the default tol = 1e-5
+    (about eight digits, 300 times finer than the rule needs), never beyond 100
+    times :data:`CANCELLATION` and never below it. Near-exact fits of Ads (ranks
+    260-300, relative error 0.02-0.03) cancel to 1e6-1e7; summed directly, 30 s
+    a sum against 0.1 s a sweep, they took 300-3,300 s a rank (BENCHMARKS.md).
+    """
+    return float(np.clip(1e13 * tol, CANCELLATION, 100 * CANCELLATION))
+
+
 def cp_error(
     mttkrp: Mttkrp,
     norm_sq: float,
     factors: Sequence[np.ndarray],
     residual_sq: Residual | None = None,
+    limit: float = CANCELLATION,
 ) -> float:
-    """||T - [[U_1, ..., U_m]]|| / ||T|| of any factors, from one MTTKRP."""
+    """||T - [[U_1, ..., U_m]]|| / ||T|| of any factors, from one MTTKRP.
+
+    Where the Gram formula cancels past ``limit`` the error is ``residual_sq``'s
+    direct sum, or inf where the fit is degenerate (:data:`DEGENERATE`) or no
+    direct sum exists.
+    """
     B = mttkrp(factors, len(factors) - 1)
-    return _error(norm_sq, B, list(factors), [U.T @ U for U in factors], residual_sq)
+    grams = [U.T @ U for U in factors]
+    return _error(norm_sq, B, list(factors), grams, residual_sq, limit)
 
 
-def _error(norm_sq: float, B, factors, grams, residual_sq=None) -> float:
+def _error(
+    norm_sq: float, B, factors, grams, residual_sq=None, limit=CANCELLATION
+) -> float:
     # ||T - T_hat||^2 = ||T||^2 + ||T_hat||^2 - 2 <T, T_hat>, with <T, T_hat>
     # read off the last mode's MTTKRP B. The terms can be far larger than their
     # sum (components that nearly cancel: weights of 1e4 and 9e9 gave 0.45 for a
@@ -271,7 +297,7 @@ def _error(norm_sq: float, B, factors, grams, residual_sq=None) -> float:
     rec_sq = float(hadamard.sum())
     err_sq = norm_sq + rec_sq - 2 * iprod
     scale = norm_sq + float(np.abs(hadamard).sum()) + 2 * float(np.abs(terms).sum())
-    if scale > CANCELLATION * max(err_sq, 0.0):
+    if scale > limit * max(err_sq, 0.0):
         if scale > DEGENERATE * norm_sq:
             # a degenerate fit: its components grow while the error creeps (Ads,
             # r = 300: Gram terms 6,000 times ||T||^2 by sweep 275), and the
@@ -432,7 +458,7 @@ def cp_als(
     state; ``max_iter`` then counts its sweeps too), so a run cut into bursts
     gives the same iterates as one run. ``residual_sq`` is the engine's direct
     ||T - T_hat||^2, used where the Gram formula of the error would cancel
-    (:data:`CANCELLATION`). The result's :attr:`CPResult.kept` is the iterate of
+    (:func:`cancellation_limit`). The result's :attr:`CPResult.kept` is the iterate of
     lowest error. ``combine=False`` skips recording the line search's jumps as
     combinations of the iterates (:func:`._tensors.record_combination`), for an
     engine that cannot use them (a dense tensor).
@@ -455,6 +481,7 @@ def cp_als(
     m = len(factors)
     r = factors[0].shape[1]
     grams = [U.T @ U for U in factors]
+    limit = cancellation_limit(tol)
     others = [[q for q in range(m) if q != p] for p in range(m)]
     converged = diverged = False
     for iteration in range(n_iter, max_iter):
@@ -469,7 +496,7 @@ def cp_als(
             B = mttkrp(factors, p)
             factors[p] = _solve_normal(V, B)
             grams[p] = factors[p].T @ factors[p]
-        err = _error(norm_sq, B, factors, grams, residual_sq)
+        err = _error(norm_sq, B, factors, grams, residual_sq, limit)
         if not np.isfinite(err):
             # a degenerate fit: its error is unresolved (_error) or the factors
             # overflowed, and the error, built from every Gram matrix, is then inf
@@ -487,7 +514,7 @@ def cp_als(
             for J, U, U0 in zip(jump, factors, before, strict=True) if combine else ():
                 # an engine holding Y U and Y U0 combines them instead of a product
                 record_combination(J, ((1.0 + step, U), (-step, U0)))
-            jump_err = cp_error(mttkrp, norm_sq, jump, residual_sq)
+            jump_err = cp_error(mttkrp, norm_sq, jump, residual_sq, limit)
             if jump_err < err:
                 factors, err, acc_fail = jump, jump_err, 0
                 grams = [U.T @ U for U in factors]
