@@ -538,6 +538,22 @@ def _planted_m(rng, dims, N=1500):
     ]
 
 
+def _near_exact(rng, algorithm, noise):
+    """The moment tensor M of planted views, its engine, and M's exact CP of rank
+    42 (sum over (i, j) of e_i o e_j o M[i, j, :]) with its last factor perturbed
+    by ``noise`` (relative)."""
+    from tcca_core._engine import MomentEngine
+    from tcca_core._tensors import WhitenedView
+
+    Y = [_whiten(X, 1e-2) for X in _planted(rng, N=600, dims=(7, 6, 5))]
+    engine = MomentEngine([WhitenedView(y) for y in Y], algorithm)
+    M = np.einsum("ni,nj,nk->ijk", *Y) / len(Y[0])
+    i, j = np.meshgrid(np.arange(7), np.arange(6), indexing="ij")
+    exact = [np.eye(7)[:, i.ravel()], np.eye(6)[:, j.ravel()], M.reshape(42, 5).T]
+    factors = [*exact[:2], exact[2] * (1 + noise * rng.standard_normal((5, 42)))]
+    return engine, M, factors
+
+
 @pytest.mark.parametrize("algorithm", ["dense", "implicit"])
 def test_the_error_of_a_near_exact_fit_is_the_true_error(rng, algorithm):
     """A fit within 1e-9 of M: the Gram formula's terms (of the order of ||M||^2)
@@ -545,17 +561,8 @@ def test_the_error_of_a_near_exact_fit_is_the_true_error(rng, algorithm):
     reported error must be ||M - M_hat|| / ||M|| all the same, from the engine's
     direct sum."""
     from tcca_core._als import cp_error
-    from tcca_core._engine import MomentEngine
-    from tcca_core._tensors import WhitenedView
 
-    views = _planted(rng, N=600, dims=(7, 6, 5))
-    Y = [_whiten(X, 1e-2) for X in views]
-    engine = MomentEngine([WhitenedView(y) for y in Y], algorithm)
-    M = np.einsum("ni,nj,nk->ijk", *Y) / len(Y[0])
-    # M exactly as a CP of rank 42: sum over (i, j) of e_i o e_j o M[i, j, :]
-    i, j = np.meshgrid(np.arange(7), np.arange(6), indexing="ij")
-    exact = [np.eye(7)[:, i.ravel()], np.eye(6)[:, j.ravel()], M.reshape(42, 5).T]
-    factors = [*exact[:2], exact[2] * (1 + 1e-9 * rng.standard_normal((5, 42)))]
+    engine, M, factors = _near_exact(rng, algorithm, 1e-9)
     M_hat = np.einsum("ir,jr,kr->ijk", *factors)
     truth = np.linalg.norm(M - M_hat) / np.linalg.norm(M)
     assert 1e-11 < truth < 1e-8
@@ -582,15 +589,8 @@ def test_als_trusts_the_gram_formula_as_far_as_its_stopping_rule_needs(rng, algo
     sum and still reports the true error to a hundredth of tol; a tighter tol gets
     the conservative limit back."""
     from tcca_core._als import CANCELLATION, cancellation_limit, cp_error
-    from tcca_core._engine import MomentEngine
-    from tcca_core._tensors import WhitenedView
 
-    Y = [_whiten(X, 1e-2) for X in _planted(rng, N=600, dims=(7, 6, 5))]
-    engine = MomentEngine([WhitenedView(y) for y in Y], algorithm)
-    M = np.einsum("ni,nj,nk->ijk", *Y) / len(Y[0])
-    i, j = np.meshgrid(np.arange(7), np.arange(6), indexing="ij")
-    exact = [np.eye(7)[:, i.ravel()], np.eye(6)[:, j.ravel()], M.reshape(42, 5).T]
-    factors = [*exact[:2], exact[2] * (1 + 6e-4 * rng.standard_normal((5, 42)))]
+    engine, M, factors = _near_exact(rng, algorithm, 6e-4)
     M_hat = np.einsum("ir,jr,kr->ijk", *factors)
     truth = np.linalg.norm(M - M_hat) / np.linalg.norm(M)
     hadamard = np.prod([U.T @ U for U in factors], axis=0)
