@@ -12,8 +12,8 @@ the first variant's (the cold path):
     python benchmarks/warm_paths.py --root data --data mfeat --eps 1 \\
         --variants cold warm warm:150
 
-A variant is ``cold`` or ``warm``, optionally ``:max_iter`` (default 500, the
-library's). One BLAS thread (set before numpy loads). mfeat uses the grid's linear
+A variant is ``cold`` or ``warm``, optionally ``:max_iter`` (default: the
+library's, 500). One BLAS thread (set before numpy loads). mfeat uses the grid's linear
 views (fac, fou, kar).
 """
 
@@ -34,13 +34,6 @@ import warnings  # noqa: E402
 VIEWS = {"mfeat": [1, 0, 2]}
 
 
-def load_views(name: str, root: str):
-    from tcca_core.datasets import load
-
-    views = list(load(name, root=root).views)
-    return [views[i] for i in VIEWS[name]] if name in VIEWS else views
-
-
 def run(views, eps: float, ranks, variant: str) -> dict:
     from sklearn.exceptions import ConvergenceWarning
 
@@ -49,7 +42,8 @@ def run(views, eps: float, ranks, variant: str) -> dict:
     kind, _, cap = variant.partition(":")
     if kind not in ("cold", "warm"):
         raise SystemExit(f"a variant is cold or warm[:max_iter], got {variant!r}")
-    est = TCCA(eps=eps, random_state=0, max_iter=int(cap) if cap else 500)
+    # no cap: the library's default max_iter
+    est = TCCA(eps=eps, random_state=0, **({"max_iter": int(cap)} if cap else {}))
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -81,6 +75,8 @@ def table(ranks, runs: dict) -> str:
 
 
 def main(argv=None) -> None:
+    from solver_quality import real
+
     from tcca_core.registry import R_GRID_PAPER
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -91,7 +87,7 @@ def main(argv=None) -> None:
     ap.add_argument("--json", help="also write every rank's errors and sweeps here")
     args = ap.parse_args(argv)
     ranks = list(R_GRID_PAPER)
-    views = load_views(args.data, args.root)
+    views = real(args.data, args.root, VIEWS.get(args.data))
     runs = {}
     for variant in args.variants:
         runs[variant] = run(views, args.eps, ranks, variant)
