@@ -161,6 +161,39 @@ def test_rank_path_never_loses_to_standalone_fits(rng):
     assert np.array_equal(other[1].weights_, cold[1].weights_)
 
 
+def test_the_grids_paths_are_the_ones_the_battery_checks():
+    """Every TCCA/KTCCA point of the published configuration fits its r grid as
+    the path that benchmarks/solver_quality.py holds within 0.5 % of standalone
+    fits (GRID_PATH; docs/deviations.md D-25)."""
+    import yaml
+
+    from _scripts import REPO, load_script
+
+    grid_path = load_script("benchmarks/solver_quality.py").GRID_PATH
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    points = [
+        (name, method, spec)
+        for name, methods in config["method_sets"].items()
+        for method, spec in methods.items()
+        if method in ("tcca", "tcca_nc", "ktcca")
+    ]
+    assert len(points) >= 6
+    for name, method, spec in points:
+        got = {k: spec.get(k) for k in grid_path}
+        assert got == {k: [v] for k, v in grid_path.items()}, (name, method)
+
+
+def test_a_capped_warm_path_stays_near_uncapped_standalone_fits(rng):
+    """The grid's path (warm, at most 150 sweeps a rank) against the library's
+    standalone default (cold, up to 500): within the battery's 0.5 %."""
+    views = _planted(rng, N=1500, dims=(9, 8, 7))
+    ranks = [2, 4, 6, 8]
+    path = TCCA(random_state=0, max_iter=150).fit_path(views, ranks, warm_start=True)
+    for r, w in zip(ranks, path):
+        alone = TCCA(r, random_state=0).fit(views).reconstruction_errors_[-1]
+        assert w.reconstruction_errors_[-1] <= alone * 1.005
+
+
 @pytest.mark.parametrize("algorithm", ["dense", "implicit"])
 def test_a_rank_path_computes_the_hosvd_once(rng, monkeypatch, algorithm):
     """The exact HOSVD's bases do not depend on the rank: a path eigendecomposes
