@@ -53,8 +53,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 TOLERANCE = 0.005  # the default may end at most 0.5 % above the best start
-#: How the published grid fits a TCCA/KTCCA r grid (config/config.yaml's points;
-#: docs/deviations.md D-25): the warm path checked against standalone fits.
+#: How the published grid fits a TCCA r grid (config/config.yaml's points;
+#: docs/deviations.md D-25): the warm path checked against standalone fits (KTCCA's
+#: grid fits its ranks alone; the battery checks its warm path all the same).
 GRID_PATH = {"warm_start": True, "max_iter": 150}
 
 
