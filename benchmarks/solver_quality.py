@@ -196,9 +196,10 @@ def run_paths(name, kind, views, ranks, extra):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         cold = est.fit_path(views, ranks)
-        grid = {k: v for k, v in GRID_PATH.items() if k != "warm_start"}
-        warm = cls(random_state=0, **extra, **grid).fit_path(
-            views, ranks, warm_start=GRID_PATH["warm_start"]
+        path = dict(GRID_PATH)
+        warm_start = path.pop("warm_start")
+        warm = cls(random_state=0, **extra, **path).fit_path(
+            views, ranks, warm_start=warm_start
         )
         alone = [cls(r, random_state=0, **extra).fit(views) for r in ranks]
     for r, c, w, a in zip(ranks, cold, warm, alone, strict=True):
