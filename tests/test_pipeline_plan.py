@@ -196,3 +196,39 @@ def test_routes_and_what_a_run_says_at_its_end(tmp_path):
 def test_common_smk_only_looks_things_up():
     lines = (REPO / "workflow" / "rules" / "common.smk").read_text().splitlines()
     assert len(lines) <= 150, len(lines)
+
+
+def test_settings_sharing_a_subspace_fit_it_one_after_the_other(tmp_path):
+    """mfeat's 4, 6 and 8 labeled per class fit one subspace: each job runs after
+    the one before (so it reads the fit from the cache); nothing else waits."""
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    plan = plan_of(cfg, tmp_path)
+    fit = "results/fits/mfeat/{}/{}/splitall.csv"
+    for method in ("ktcca", "kcca_bst"):
+        assert plan.fit_after("mfeat", "kernel500_4", method, "all") == []
+        assert plan.fit_after("mfeat", "kernel500_6", method, "all") == [
+            fit.format("kernel500_4", method)
+        ]
+        assert plan.fit_after("mfeat", "kernel500_8", method, "all") == [
+            fit.format("kernel500_6", method)
+        ]
+    # another subset (2,000 rows) fits another subspace
+    assert plan.fit_after("mfeat", "kernel2000_4", "ktcca", "all") == []
+    assert plan.fit_after("mfeat", "linear6", "tcca", "all") == [
+        fit.format("linear4", "tcca")
+    ]
+    assert plan.fit_after("nuswide", "linear6", "tcca", "all") == [
+        "results/fits/nuswide/linear4/tcca/splitall.csv"  # fitted on the pool
+    ]
+    # fit rows drawn with the split (Ads: all but validation), or another extra set
+    assert plan.fit_after("ads", "l100", "tcca", "all") == []
+    assert plan.fit_after("secstr", "1.3m", "tcca", "all") == []
+    # a changed method parameter is another subspace
+    cfg["datasets"]["mfeat"]["settings"]["kernel500_6"]["methods"] = {
+        "ktcca": {"eps": [1.0]}
+    }
+    plan = plan_of(cfg, tmp_path)
+    assert plan.fit_after("mfeat", "kernel500_6", "ktcca", "all") == []
+    assert plan.fit_after("mfeat", "kernel500_8", "ktcca", "all") == [
+        fit.format("kernel500_4", "ktcca")
+    ]

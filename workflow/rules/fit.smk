@@ -37,6 +37,8 @@ rule fit:
     input:
         unpack(by_wildcards(PLAN.data_inputs)),
         splits=rules.splits.output.splits,
+        # after the setting whose subspace it shares: read from the fit cache
+        after=by_wildcards(PLAN.fit_after),
     output:
         fit=f"{RESULTS}/{FIT}",
     log:
