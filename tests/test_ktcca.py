@@ -194,3 +194,21 @@ def test_path_equals_independent_fits(rng):
     for r, est in zip(ranks, path):
         ref = KTCCA(r, kernel="rbf", random_state=2).fit(views)
         assert np.array_equal(est.transform(views), ref.transform(views))
+
+
+def test_centered_cross_kernels_serve_every_rank_and_eps(rng):
+    # The pipeline centers the cross kernels of a job once and projects every rank
+    # of every eps with them (issue #31): that must equal each fit's own transform,
+    # bit for bit, because centering depends on the training kernels only.
+    views = _views(rng, (3, 4, 5), 25)
+    new = _views(rng, (3, 4, 5), 7)
+    fits = [
+        est
+        for eps in (1e-3, 1.0)
+        for est in KTCCA(kernel="rbf", eps=eps, random_state=2).fit_path(views, [1, 2])
+    ]
+    centered = fits[0]._centered_cross(new)
+    for est in fits:
+        assert np.array_equal(est._project(centered), est.transform(new))
+        parts = est._project(centered, per_view=True)
+        assert np.array_equal(np.hstack(parts), est.transform(new))

@@ -339,6 +339,17 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
 
     def transform(self, views, per_view: bool = False):
         """Project new samples: [Z_1 ... Z_m], shape (n_new, m r), or a list."""
+        return self._project(self._centered_cross(views), per_view)
+
+    def _centered_cross(self, views) -> list[np.ndarray]:
+        """Return the validated, centered kernels K(new, train) of every view.
+
+        They depend on the training kernels and centering statistics only, which
+        every rank (and every eps) of one fit on the same kernels shares, so the
+        pipeline computes them once for a whole rank path and calls
+        :meth:`_project` per rank (issue #31: centering was 37 % of an mfeat
+        kernel2000 split's evaluation, repeated 200 times).
+        """
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self, "dual_coef_")
@@ -353,14 +364,15 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
             raise ValueError(
                 f"the estimator was fitted on {self.n_views_} views, got {len(views)}"
             )
-        Z = []
-        for vk, stats, A, X in zip(
-            self.kernels_, self.center_stats_, self.dual_coef_, views, strict=True
-        ):
+        out = []
+        for vk, stats, X in zip(self.kernels_, self.center_stats_, views, strict=True):
             Kx = vk.cross(X)
-            if stats is not None:
-                Kx = center_cross_kernel(Kx, stats)
-            Z.append(Kx @ A)
+            out.append(Kx if stats is None else center_cross_kernel(Kx, stats))
+        return out
+
+    def _project(self, centered, per_view: bool = False):
+        """Return [K_1 A_1 ... K_m A_m] from :meth:`_centered_cross`'s kernels."""
+        Z = [Kx @ A for Kx, A in zip(centered, self.dual_coef_, strict=True)]
         return Z if per_view else np.hstack(Z)
 
     def fit_transform(self, views, y=None, per_view: bool = False):

@@ -177,19 +177,30 @@ def run_kcca_avg(data: Inputs, points) -> Iterator[Fit]:
         yield Fit(params=gp, pair="all", shared=True, parts=pairs)
 
 
-def _path_fits(data: Inputs, points, kind, r_max, fit_path, rows, scale=1.0, costs=()):
+def _path_fits(
+    data: Inputs,
+    points,
+    kind,
+    r_max,
+    fit_path,
+    rows,
+    scale=1.0,
+    costs=(),
+    transform=None,
+):
     """Yield the rank grid of TCCA/KTCCA: one ``fit_path`` per grid point, every r.
 
     The whitening (or kernels and Cholesky factors) and the moment tensor are
     computed once per grid point. fit_s per r is the estimator's ``fit_seconds_``
     (its own ALS plus the shared setup); peak_mb is the peak of the whole path.
+    ``transform`` (estimator -> representation of ``rows``) replaces
+    ``est.transform(rows)``.
     """
     ranks = [r for r in data.r_grid if r <= r_max]  # the ranks the path fits
+    transform = transform or (lambda est: est.transform(rows))
 
     def embed(ests):
-        return lambda r: Rep(
-            Z=scale * ests[r].transform(rows), fit_s=ests[r].fit_seconds_
-        )
+        return lambda r: Rep(Z=scale * transform(ests[r]), fit_s=ests[r].fit_seconds_)
 
     for gp in points:
 
@@ -235,6 +246,17 @@ def run_ktcca(data: Inputs, points) -> Iterator[Fit]:
             Ks, ranks, warm_start=warm_start
         )
 
+    rows = [k["rows_fit"] for k in K]
+    centered: list = []
+
+    def transform(est):
+        # Every rank and eps of the job shares the kernels and their centering,
+        # so the centered cross kernels are made once (lazily: outside the fit's
+        # measured cost, where the transforms were before).
+        if not centered:
+            centered.append(est._centered_cross(rows))
+        return est._project(centered[0])
+
     # r_max = max_cp_rank(N, [N] * m) = N; sqrt(N): unit-variance columns like
     # KCCA's (baselines.md section 0).
     yield from _path_fits(
@@ -243,9 +265,10 @@ def run_ktcca(data: Inputs, points) -> Iterator[Fit]:
         "ktcca path",
         N_fit,
         fit_path,
-        [k["rows_fit"] for k in K],
+        rows,
         scale=np.sqrt(N_fit),
         costs=tuple(k["cost"] for k in K),
+        transform=transform,
     )
 
 
