@@ -129,6 +129,7 @@ def run_job(plan, job_id, args, recorder, scratch: Path) -> dict:
         scratch / f"{dataset}_{setting}_{method}.csv",
         data_root=args.root,
         mirror=args.mirror,
+        fit_cache=args.fit_cache,
     )
     wall = time.perf_counter() - t
     calls = list(recorder.calls)
@@ -225,6 +226,12 @@ def main(argv=None) -> int:
     ap.add_argument("--longest", type=int, default=5)
     ap.add_argument("--eps", nargs="*", help="keep only these eps values")
     ap.add_argument("--split", type=int, default=None, help="one split only")
+    ap.add_argument(
+        "--fit-cache",
+        default=None,
+        help="read (and fill) this fit cache, as the pipeline does (the grid's "
+        "is .cache/fits): profiles a job whose subspace another job fitted",
+    )
     ap.add_argument("--tol", type=float, default=1e-5)
     ap.add_argument("--ranks", action="store_true", help="print every rank")
     ap.add_argument("--json", type=Path, help="write the records here")
