@@ -17,9 +17,16 @@ the first variant's (the cold path):
 KTCCA runs the grid's kernel2000 job's path: mfeat's 2,000 rows, r = 5, 10, ..., 100
 (the r grid the pipeline truncates at its r_max).
 
-A variant is ``cold`` or ``warm``, optionally ``:max_iter`` (default: the
-library's, 500). One BLAS thread (set before numpy loads). mfeat uses the grid's linear
-views (fac, fou, kar).
+A variant is ``cold``, ``warm`` or ``lean``, optionally ``:max_iter`` (default: the
+library's, 500). ``lean`` is a candidate policy, not the library's: a warm path whose
+warm ranks race the warm start against the exact HOSVD start only (``n_init = 1``
+where a warm start exists), instead of against every raced start::
+
+    python benchmarks/warm_paths.py --root data --data mfeat --eps 1e-2 \
+        --variants warm:150 lean:150
+
+One BLAS thread (set before numpy loads). mfeat uses the grid's linear views (fac,
+fou, kar).
 """
 
 from __future__ import annotations
@@ -43,17 +50,30 @@ def run(views, eps: float, ranks, variant: str, method: str = "tcca") -> dict:
     from sklearn.exceptions import ConvergenceWarning
 
     from tcca_core import KTCCA, TCCA
+    from tcca_core._engine import MomentEngine
 
     kind, _, cap = variant.partition(":")
-    if kind not in ("cold", "warm"):
-        raise SystemExit(f"a variant is cold or warm[:max_iter], got {variant!r}")
+    if kind not in ("cold", "warm", "lean"):
+        raise SystemExit(f"a variant is cold, warm or lean[:max_iter], got {variant!r}")
     # no cap: the library's default max_iter
     cls = KTCCA if method == "ktcca" else TCCA
     est = cls(eps=eps, random_state=0, **({"max_iter": int(cap)} if cap else {}))
+    decompose = MomentEngine.decompose
+
+    def lean(engine, rank, **kw):
+        if kw.get("extra_starts"):  # a warm rank: the exact start and the warm one
+            kw["n_init"] = 1
+        return decompose(engine, rank, **kw)
+
     t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        fits = est.fit_path(views, ranks, warm_start=kind == "warm")
+    try:
+        if kind == "lean":
+            MomentEngine.decompose = lean
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            fits = est.fit_path(views, ranks, warm_start=kind != "cold")
+    finally:
+        MomentEngine.decompose = decompose
     return {
         "seconds": time.perf_counter() - t0,
         "errors": [f.reconstruction_errors_[-1] for f in fits],
