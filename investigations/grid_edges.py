@@ -187,9 +187,16 @@ def extend_cell(
     ``curve`` (new rank -> mean test accuracy over splits, %) and ``source`` (where
     the paper-grid rows came from). Not judged when the rows do not give the
     published cell back (not judged: another run, e.g. other splits).
+
+    A cell fitted as a warm-started rank path (its params say ``warm_start``, as
+    TCCA's do) fits the run's ranks of the paper's grid from the ranks below it, so
+    they are not the published fits and are not compared with them: such a cell is
+    judged on the published fits plus the run's new ranks (its path from r = 1), and
+    not without the published fits.
     """
     if run is None:
         return {"status": NOT_RUN}
+    path = _path_fitted(run)
     ranks = set(run["r"].dropna().astype(int))
     new = sorted(ranks - set(grid))
     # the mean test accuracy at a new rank needs no selection across ranks: it is
@@ -205,7 +212,7 @@ def extend_cell(
         "curve": {r: a for r, a in here_curve.items() if r in new},
     }
     off = [
-        r for r, a in (curve or {}).items() if r in here_curve
+        r for r, a in (curve or {}).items() if r in here_curve and not path
         and abs(here_curve[r] - a) > MATCH
     ]  # fmt: skip
     if off:  # other data, splits or code than the published run's
@@ -221,6 +228,11 @@ def extend_cell(
         }
     if published is not None:
         base, source = published, "published fits"
+        if path:
+            source += " (a rank path: the new ranks from the run's own, from r = 1)"
+    elif path:
+        why = "a rank path, whose ranks of the paper's grid follow the new ones"
+        return {**out, "status": "not judged", "why": why + "; needs results/fits/"}
     elif set(grid) <= ranks or set(picks) <= ranks:
         base = run[run["r"].isin(grid)]
         source = "this run's ranks of the paper's grid"
@@ -245,6 +257,12 @@ def extend_cell(
         "paper": paper,
         "extended": _selected(extended),
     }
+
+
+def _path_fitted(rows: pd.DataFrame) -> bool:
+    """Whether the rows were fitted as a warm-started rank path (their params)."""
+    params = rows["params"].dropna().unique() if "params" in rows.columns else []
+    return any(json.loads(p).get("warm_start") is True for p in params)
 
 
 def _partial(run: pd.DataFrame, picks: list[int], grid: list[int], new: list[int]):

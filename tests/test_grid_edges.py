@@ -169,6 +169,32 @@ def test_a_pick_below_the_grid_changes_the_cell(edges):
     assert edges.extend_cell(None, None, [5], [5], 0.0) == {"status": "not run"}
 
 
+def test_a_rank_path_is_judged_on_the_published_fits(edges):
+    """A warm-started rank path's r = 5 and 10 follow its new ranks 1-4: they are
+    not the published fits, so they are neither compared nor used."""
+    rec = _summary()["tables"]["secstr"]["accuracy"]["val"][3]
+    path = '{"eps": 0.01, "warm_start": true}'
+    run = _run_rows().assign(params=path)
+    # the path's own r = 5 differs from the published one, and would win validation
+    run.loc[run["r"] == 5, ["val_acc", "test_acc"]] = (0.99, 0.30)
+    curve = {5: 100 * sum(T5) / 3, 10: 55.0}
+    published = _run_rows().assign(params=path)
+    published = published[published["r"].isin([5, 10])]
+    res = edges.extend_cell(run, published, [5, 5, 5], [5, 10], rec["mean"], curve)
+    assert res["status"] == "judged"
+    assert res["source"].startswith("published fits (a rank path")
+    assert res["paper"]["picks"] == [5, 5, 5]
+    assert res["extended"]["picks"] == [1, 1, 1]
+    assert res["extended"]["mean"] == pytest.approx(100 * pd.Series(T1).mean())
+    # the same rows fitted alone would be another run
+    alone = run.assign(params="{}")
+    other = edges.extend_cell(alone, published, [5, 5, 5], [5, 10], rec["mean"], curve)
+    assert other["status"] == "not judged" and "not the same run" in other["why"]
+    # without the published fits a rank path cannot be judged
+    none = edges.extend_cell(run, None, [5, 5, 5], [5, 10], rec["mean"], curve)
+    assert none["status"] == "not judged" and "rank path" in none["why"]
+
+
 def test_a_published_pick_outside_the_run_is_not_judged(edges):
     run = _run_rows()
     # split 1 picked r = 15 on the paper's grid: not in this run
