@@ -622,3 +622,39 @@ def test_nuswide_section_says_what_to_run_and_how_long():
     assert "How each method's cost grows with the rows N" in section
     assert re.search(r"missed the linear table's jobs by -?\d+ %, and by", section)
     assert "TCCA the same plus ALS sweeps of O(N r sum d)" in section
+
+
+# ------------------------------------------------ REPRODUCTION.md is not stale (#34)
+
+
+def test_reproduction_md_is_what_the_committed_results_and_notes_give():
+    """REPRODUCTION.md is rendered from the committed summary, investigation outputs
+    and notes: prose or an output changed without writing it again fails here
+    (`python -m tcca_core.reproduction` writes it, without the fit files)."""
+    from tcca_core.pipeline.report_jobs import reproduction_difference
+
+    found = reproduction_difference(REPO)
+    assert found is None, f"{found}: run `python -m tcca_core.reproduction`"
+
+
+def test_a_stale_reproduction_md_is_found(tmp_path, capsys):
+    """The check names the first line that differs; the command writes the file."""
+    import shutil
+
+    from tcca_core.reproduction.__main__ import main
+
+    for part in ("results/summary.json", "config/config.yaml",
+                 "workflow/schemas/config.schema.yaml", "REPRODUCTION.md"):  # fmt: skip
+        (tmp_path / part).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / part, tmp_path / part)
+    for part in ("docs", "investigations/results"):
+        shutil.copytree(REPO / part, tmp_path / part)
+    assert main(["--repo", str(tmp_path), "--check"]) == 0
+    committed = (tmp_path / "REPRODUCTION.md").read_text(encoding="utf-8")
+    lines = committed.splitlines()
+    lines[2] += " (edited)"
+    (tmp_path / "REPRODUCTION.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["--repo", str(tmp_path), "--check"]) == 1
+    assert "REPRODUCTION.md is stale: line 3:" in capsys.readouterr().out
+    assert main(["--repo", str(tmp_path)]) == 0
+    assert (tmp_path / "REPRODUCTION.md").read_text(encoding="utf-8") == committed

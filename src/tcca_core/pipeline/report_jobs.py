@@ -4,7 +4,9 @@
   record) from the runs, keyed by (setting, method) (rule ``table``);
 - :func:`write_summary`: ``results/summary.json``, every table number with the
   run's provenance;
-- :func:`write_reproduction`: REPRODUCTION.md (or a reduced run's own file).
+- :func:`write_reproduction`: REPRODUCTION.md (or a reduced run's own file);
+- :func:`rewrite_reproduction`: the same from the committed results alone, where the
+  fit files are not at hand (a clone), e.g. after editing the notes' prose.
 
 The numbers and figures are :mod:`tcca_core.reporting`'s and
 :mod:`tcca_core.reproduction`'s; these functions read the files and write the outputs.
@@ -23,7 +25,13 @@ import pandas as pd
 
 from .._io import atomic_write_text, write_csv
 
-__all__ = ["build_table", "write_reproduction", "write_summary"]
+__all__ = [
+    "build_table",
+    "reproduction_difference",
+    "rewrite_reproduction",
+    "write_reproduction",
+    "write_summary",
+]
 
 # The jobs' logger, as before the split: a job's log names it on every line.
 logger = logging.getLogger("tcca_core.pipeline.jobs")
@@ -256,3 +264,73 @@ def write_reproduction(
     logger.info(
         "REPRODUCTION.md written (%d deviations)", len(reproduction.deviations(doc))
     )
+
+
+def rewrite_reproduction(
+    repo: PathLike = ".",
+    *,
+    out: PathLike | None = None,
+    config: PathLike | None = None,
+    figures: str | None = None,
+) -> Path:
+    """REPRODUCTION.md again from the committed ``results/summary.json`` and notes.
+
+    What the ``reproduction`` rule writes for the full configuration, without
+    Snakemake: the rule's inputs are the summary and ``docs/investigations.md``, but
+    Snakemake would refit the grid first where the fit files are not at hand (a
+    clone). The plan is the configuration's (``config``, default
+    ``<repo>/config/config.yaml``) with the summary's ``post_hoc``; the tables that
+    did not run are those the summary records as skipped or pending. ``figures``:
+    the figures' folder as the file links it (default: relative to ``out``). Returns
+    ``out`` (default ``<repo>/REPRODUCTION.md``).
+    """
+    from snakemake.utils import validate
+
+    from .config import load_yaml
+    from .plan import build_plan
+
+    repo = Path(repo)
+    summary = repo / "results" / "summary.json"
+    doc = json.loads(summary.read_text(encoding="utf-8"))
+    recorded = (doc.get("provenance") or {}).get("config") or {}
+    schema = repo / "workflow" / "schemas" / "config.schema.yaml"
+    path = Path(config) if config is not None else repo / "config" / "config.yaml"
+    base = load_yaml(path) or {}
+    validate(base, schema=str(schema))
+    cfg = {**load_yaml(path), "post_hoc": bool(recorded.get("post_hoc", False))}
+    validate(cfg, schema=str(schema))
+    plan = build_plan(cfg, base, [], workdir=repo)
+    out = Path(out) if out is not None else repo / "REPRODUCTION.md"
+    write_reproduction(
+        summary,
+        repo / "docs" / "investigations.md",
+        out,
+        root=repo,
+        missing=plan.missing_tables(doc.get("skipped") or {}),
+        tables={t: plan.table_dataset(t) for t in plan.tables},
+        figures=figures or os.path.relpath(repo / "results" / "figures", out.parent),
+    )
+    return out
+
+
+def reproduction_difference(repo: PathLike = ".") -> str | None:
+    """Say where ``<repo>/REPRODUCTION.md`` is stale, or None where it is not.
+
+    None when it is what :func:`rewrite_reproduction` gives from the committed
+    results and notes; else the first differing line.
+    """
+    import tempfile
+
+    repo = Path(repo)
+    committed = (repo / "REPRODUCTION.md").read_text(encoding="utf-8").splitlines()
+    with tempfile.TemporaryDirectory(prefix="tcca-reproduction-") as tmp:
+        out = rewrite_reproduction(
+            repo, out=Path(tmp) / "REPRODUCTION.md", figures="results/figures"
+        )
+        fresh = out.read_text(encoding="utf-8").splitlines()
+    for i, (a, b) in enumerate(zip(committed, fresh, strict=False), start=1):
+        if a != b:
+            return f"line {i}: committed {a!r}, from the results and notes {b!r}"
+    if len(committed) != len(fresh):
+        return f"{len(committed)} lines committed, {len(fresh)} from them"
+    return None
