@@ -3,7 +3,8 @@
 From the committed results (``results/summary.json``, the investigations' outputs)
 and the notes (``docs/investigations.md``): what the pipeline's ``reproduction`` rule
 writes for the full configuration, where the fit files are not at hand
-(:func:`tcca_core.pipeline.report_jobs.rewrite_reproduction`). With ``--check`` it writes nothing and fails when REPRODUCTION.md differs from that.
+(:func:`tcca_core.pipeline.report_jobs.rewrite_reproduction`). With ``--check``
+it writes nothing and fails when REPRODUCTION.md differs from that.
 """
 
 from __future__ import annotations
