@@ -40,8 +40,6 @@ from tcca_core.reporting.provenance import (
 NOT_REMADE = frozenset(
     {
         "optimizer_robustness",
-        "grid_edges",
-        "equal_tuning",
         # NUS-WIDE's cost estimate: 100 min of fits, remade once at the final
         # configuration (it was made before the warm-started TCCA paths)
         "nuswide_cost",
