@@ -281,8 +281,10 @@ def rewrite_reproduction(
     clone). The plan is the configuration's (``config``, default
     ``<repo>/config/config.yaml``) with the summary's ``post_hoc``; the tables that
     did not run are those the summary records as skipped or pending. ``figures``:
-    the figures' folder as the file links it (default: relative to ``out``). Returns
-    ``out`` (default ``<repo>/REPRODUCTION.md``).
+    the figures' folder as the file links it (default: relative to ``out``). With
+    ``out`` left to its default the at-a-glance figure, which the file shows and
+    which reads the equal-tuning output, is drawn again too (the ``glance`` rule's
+    job). Returns ``out`` (default ``<repo>/REPRODUCTION.md``).
     """
     from snakemake.utils import validate
 
@@ -300,7 +302,18 @@ def rewrite_reproduction(
     cfg = {**load_yaml(path), "post_hoc": bool(recorded.get("post_hoc", False))}
     validate(cfg, schema=str(schema))
     plan = build_plan(cfg, base, [], workdir=repo)
-    out = Path(out) if out is not None else repo / "REPRODUCTION.md"
+    if out is None:
+        from ..reporting import plot_at_a_glance
+
+        out = repo / "REPRODUCTION.md"
+        equal = repo / "investigations" / "results" / "equal_tuning.json"
+        glance = repo / "results" / "figures" / "at_a_glance"
+        plot_at_a_glance(
+            doc,
+            json.loads(equal.read_text(encoding="utf-8")) if equal.is_file() else None,
+            [glance.with_suffix(".png"), glance.with_suffix(".pdf")],
+        )
+    out = Path(out)
     write_reproduction(
         summary,
         repo / "docs" / "investigations.md",
