@@ -630,18 +630,18 @@ def test_nuswide_section_says_what_to_run_and_how_long():
 def test_reproduction_md_is_what_the_committed_results_and_notes_give():
     """REPRODUCTION.md is rendered from the committed summary, investigation outputs
     and notes: prose or an output changed without writing it again fails here
-    (`python -m tcca_core.reproduction` writes it, without the fit files)."""
+    (`python -m tcca_core.pipeline.report_jobs` writes it, without the fit files)."""
     from tcca_core.pipeline.report_jobs import reproduction_difference
 
     found = reproduction_difference(REPO)
-    assert found is None, f"{found}: run `python -m tcca_core.reproduction`"
+    assert found is None, f"{found}: run `python -m tcca_core.pipeline.report_jobs`"
 
 
 def test_a_stale_reproduction_md_is_found(tmp_path, capsys):
     """The check names the first line that differs; the command writes the file."""
     import shutil
 
-    from tcca_core.reproduction.__main__ import main
+    from tcca_core.pipeline.report_jobs import main
 
     for part in ("results/summary.json", "config/config.yaml",
                  "workflow/schemas/config.schema.yaml", "REPRODUCTION.md"):  # fmt: skip

@@ -6,7 +6,9 @@
   run's provenance;
 - :func:`write_reproduction`: REPRODUCTION.md (or a reduced run's own file);
 - :func:`rewrite_reproduction`: the same from the committed results alone, where the
-  fit files are not at hand (a clone), e.g. after editing the notes' prose.
+  fit files are not at hand (a clone), e.g. after editing the notes' prose:
+  ``python -m tcca_core.pipeline.report_jobs`` (``--check``: write nothing, fail when
+  REPRODUCTION.md is not what they give).
 
 The numbers and figures are :mod:`tcca_core.reporting`'s and
 :mod:`tcca_core.reproduction`'s; these functions read the files and write the outputs.
@@ -347,3 +349,40 @@ def reproduction_difference(repo: PathLike = ".") -> str | None:
     if len(committed) != len(fresh):
         return f"{len(committed)} lines committed, {len(fresh)} from them"
     return None
+
+
+def main(argv=None) -> int:
+    """Write REPRODUCTION.md again (or ``--check`` it); the exit status.
+
+    ``python -m tcca_core.pipeline.report_jobs``: REPRODUCTION.md and the
+    at-a-glance figure from the committed results and notes.
+    """
+    import argparse
+
+    ap = argparse.ArgumentParser(
+        prog="python -m tcca_core.pipeline.report_jobs",
+        description="REPRODUCTION.md again from the committed results and notes, "
+        "without the fit files (rewrite_reproduction).",
+    )
+    ap.add_argument("--repo", default=".", help="the repository's top folder")
+    ap.add_argument("--out", default=None, help="default: <repo>/REPRODUCTION.md")
+    ap.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; fail when REPRODUCTION.md is not what they give",
+    )
+    args = ap.parse_args(argv)
+    if args.check:
+        found = reproduction_difference(args.repo)
+        if found:
+            fix = "python -m tcca_core.pipeline.report_jobs"
+            print(f"REPRODUCTION.md is stale: {found} ({fix})")
+            return 1
+        print("REPRODUCTION.md is what the committed results and notes give")
+        return 0
+    print(rewrite_reproduction(args.repo, out=args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
