@@ -297,6 +297,13 @@ def read_fits(folder: Path, cell: str) -> pd.DataFrame | None:
         raise SystemExit(str(exc)) from None
 
 
+def path_fitted(rows: pd.DataFrame) -> bool:
+    """Whether fit rows were fitted as a warm-started rank path (their ``params``):
+    a rank's fit then also depends on the ranks fitted before it."""
+    params = rows["params"].dropna().unique() if "params" in rows.columns else []
+    return any(json.loads(p).get("warm_start") is True for p in params)
+
+
 def read_setting(folder: Path, dataset: str, setting: str) -> pd.DataFrame | None:
     """Every row of one setting's fit jobs, all methods (the fit files, else the
     committed rows, as read_fits), or None when there are none."""

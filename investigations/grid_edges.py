@@ -49,7 +49,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import yaml
-from _common import RESULTS, bundle_rows, published_parser, read_fits, save
+from _common import RESULTS, bundle_rows, path_fitted, published_parser, read_fits, save
 
 from tcca_core._io import atomic_write_text
 from tcca_core.protocol import accuracy_by_r, select, select_per_split
@@ -196,7 +196,7 @@ def extend_cell(
     """
     if run is None:
         return {"status": NOT_RUN}
-    path = _path_fitted(run)
+    path = path_fitted(run)
     ranks = set(run["r"].dropna().astype(int))
     new = sorted(ranks - set(grid))
     # the mean test accuracy at a new rank needs no selection across ranks: it is
@@ -257,12 +257,6 @@ def extend_cell(
         "paper": paper,
         "extended": _selected(extended),
     }
-
-
-def _path_fitted(rows: pd.DataFrame) -> bool:
-    """Whether the rows were fitted as a warm-started rank path (their params)."""
-    params = rows["params"].dropna().unique() if "params" in rows.columns else []
-    return any(json.loads(p).get("warm_start") is True for p in params)
 
 
 def _partial(run: pd.DataFrame, picks: list[int], grid: list[int], new: list[int]):

@@ -16,6 +16,7 @@ The numbers and figures are :mod:`tcca_core.reporting`'s and
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -300,9 +301,9 @@ def rewrite_reproduction(
     schema = repo / "workflow" / "schemas" / "config.schema.yaml"
     path = Path(config) if config is not None else repo / "config" / "config.yaml"
     base = load_yaml(path) or {}
-    validate(base, schema=str(schema))
-    cfg = {**load_yaml(path), "post_hoc": bool(recorded.get("post_hoc", False))}
-    validate(cfg, schema=str(schema))
+    cfg = {**copy.deepcopy(base), "post_hoc": bool(recorded.get("post_hoc", False))}
+    for c in (base, cfg):  # fills in the schema's defaults
+        validate(c, schema=str(schema))
     plan = build_plan(cfg, base, [], workdir=repo)
     if out is None:
         from ..reporting import plot_at_a_glance
