@@ -54,12 +54,13 @@ def test_variants_side_by_side(tmp_path, make_views, robust):
     # r = 3 is shared; selection over {3, 5} is that of another candidate set
     assert row[robust.VARIANTS["other_grid"]].startswith("0 of 1 shared ranks differ; ")
     assert row["n_init = 10"] == "not run"
-    assert "(beyond noise)" in row["warm-started rank path"]
+    assert "(beyond noise)" in row[robust.VARIANTS["warm_start"]]
     cols = list(robust.VARIANTS.values())
     lines = robust.summary_lines(table, cols)
     assert "Cells with every variant run: 0 of 1." in lines  # n_init not run
     assert "beyond noise: 1; largest change: -" in lines
-    assert "Other r grid: 0 of 1 shared ranks differ." in lines
+    assert "Other r grid, ranks fitted alone: 0 of 1 shared ranks differ." in lines
+    assert "warm-started rank paths" not in lines
     # a rank whose accuracy changed is counted
     broken = _fits(make_views, r_grid=[3, 5])
     broken.loc[broken["r"] == 3, "test_acc"] += 0.01
@@ -71,6 +72,34 @@ def test_variants_side_by_side(tmp_path, make_views, robust):
     changed.loc[(changed["k"] == 3) & (changed["r"] == 4), "test_acc"] += 0.01
     assert robust.differing_ranks(per_k, per_k) == (3, 0)
     assert robust.differing_ranks(per_k, changed) == (3, 1)
+
+
+def test_a_rank_path_may_differ_at_a_shared_rank(tmp_path, make_views, robust):
+    """A warm-started rank path's shared ranks depend on the ranks before them: they
+    are counted apart, with the largest change of a shared rank's mean accuracy."""
+    published = tmp_path / "results"
+    base = _fits(make_views, warm_start=True)
+    assert robust.path_fitted(base) and not robust.path_fitted(_fits(make_views))
+    other = _fits(make_views, warm_start=True, r_grid=[3, 5])
+    # r = 3 is shared; move its accuracy in one split by 0.2 (a mean change of 0.1)
+    first = other.index[(other["r"] == 3) & (other["split"] == other["split"].min())]
+    other.loc[first, "test_acc"] += 0.2
+    _write(published, base)
+    _write(published / "other_grid", other)
+    table = robust.compare([CELL], published, {"other_grid": published / "other_grid"})
+    assert table.attrs["ranks"]["alone"] == (0, 0, 0.0)
+    n, bad, largest = table.attrs["ranks"]["path"]
+    assert (n, bad) == (1, 1)
+    assert largest == pytest.approx(100 * 0.2 / base["split"].nunique())
+    lines = robust.summary_lines(table, [robust.VARIANTS["other_grid"]])
+    assert "ranks fitted alone" not in lines
+    assert "Other r grid, warm-started rank paths: 1 of 1 shared ranks differ" in lines
+    from _common import facts_of
+
+    facts = facts_of("optimizer_robustness", lines)
+    assert facts["other_grid_path_differ"] == "1"
+    assert facts["other_grid_path_shared"] == "1"
+    assert float(facts["other_grid_path_largest"]) == pytest.approx(largest, abs=0.005)
 
 
 def test_same_grid_and_every_published_cell(tmp_path, make_views, robust):

@@ -162,7 +162,7 @@ def other_grid(inv: Investigation, words: str = "r grid") -> str:
     if not shared:
         raise FieldError(f"no 'N of M shared ranks' under {column!r}")
     tests = (
-        "the column checks that a rank's fit does not depend on the other ranks "
+        "the column checks whether a rank's fit depends on the other ranks "
         "fitted beside it"
     )
     if shared != {on}:
