@@ -161,7 +161,9 @@ FACTS = {
         "other_grid_differ": "Other r grid, ranks fitted alone: {} of",
         "other_grid_shared": "Other r grid, ranks fitted alone: {*} of {} shared",
         "other_grid_path_differ": "Other r grid, warm-started rank paths: {} of",
-        "other_grid_path_shared": "Other r grid, warm-started rank paths: {*} of {} shared",
+        "other_grid_path_shared": (
+            "Other r grid, warm-started rank paths: {*} of {} shared"
+        ),
         "other_grid_path_largest": "shared rank's mean test accuracy: {} points",
         "cells_complete": "Cells with every variant run: {} of",
         "cells": "Cells with every variant run: {*} of {}.",

@@ -48,13 +48,12 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import yaml
-from _common import bundle_rows, read_fits, save
+from _common import bundle_rows, path_fitted, read_fits, save
 from snakemake.utils import update_config
 
 from tcca_core.pipeline.config import r_grid_of, resolve_settings
@@ -108,12 +107,6 @@ def largest_rank_change(base: pd.DataFrame, other: pd.DataFrame) -> float:
         return 0.0
     d = means[1].loc[common, "test_acc_mean"] - means[0].loc[common, "test_acc_mean"]
     return float(100 * d.abs().max())
-
-
-def path_fitted(df: pd.DataFrame) -> bool:
-    """Whether a cell's ranks were fitted as a warm-started rank path (its params)."""
-    params = df["params"].dropna() if "params" in df.columns else pd.Series([])
-    return any(json.loads(p).get("warm_start") is True for p in params.unique())
 
 
 def off_grid(base: pd.DataFrame, other: pd.DataFrame) -> dict:

@@ -79,7 +79,9 @@ def test_a_rank_path_may_differ_at_a_shared_rank(tmp_path, make_views, robust):
     are counted apart, with the largest change of a shared rank's mean accuracy."""
     published = tmp_path / "results"
     base = _fits(make_views, warm_start=True)
-    assert robust.path_fitted(base) and not robust.path_fitted(_fits(make_views))
+    from _common import path_fitted
+
+    assert path_fitted(base) and not path_fitted(_fits(make_views))
     other = _fits(make_views, warm_start=True, r_grid=[3, 5])
     # r = 3 is shared; move its accuracy in one split by 0.2 (a mean change of 0.1)
     first = other.index[(other["r"] == 3) & (other["split"] == other["split"].min())]
