@@ -165,6 +165,9 @@ FACTS = {
             "Other r grid, warm-started rank paths: {*} of {} shared"
         ),
         "other_grid_path_largest": "shared rank's mean test accuracy: {} points",
+        "other_grid_path_largest_r": (
+            "shared rank's mean test accuracy: {*} points ({*}, r = {})"
+        ),
         "cells_complete": "Cells with every variant run: {} of",
         "cells": "Cells with every variant run: {*} of {}.",
         "off_grid_out_of_line": "Off-grid ranks ({*}): {} of",

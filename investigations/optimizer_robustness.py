@@ -96,17 +96,21 @@ def differing_ranks(base: pd.DataFrame, other: pd.DataFrame) -> tuple[int, int]:
     return int(np.unique(ranks).size), int(np.unique(ranks[diff.to_numpy()]).size)
 
 
-def largest_rank_change(base: pd.DataFrame, other: pd.DataFrame) -> float:
-    """The largest change (points) of a shared rank's mean test accuracy over splits."""
+def largest_rank_change(
+    base: pd.DataFrame, other: pd.DataFrame
+) -> tuple[float, int | None]:
+    """The largest change (points) of a shared rank's mean test accuracy over
+    splits, and that rank (None if no rank is shared)."""
     means = [
         accuracy_by_r(df, by=["method"]).dropna(subset=["r"]).set_index("r")
         for df in (base, other)
     ]
     common = means[0].index.intersection(means[1].index)
     if common.empty:
-        return 0.0
+        return 0.0, None
     d = means[1].loc[common, "test_acc_mean"] - means[0].loc[common, "test_acc_mean"]
-    return float(100 * d.abs().max())
+    d = d.abs()
+    return float(100 * d.max()), int(d.idxmax())
 
 
 def off_grid(base: pd.DataFrame, other: pd.DataFrame) -> dict:
@@ -204,6 +208,7 @@ def compare(
     # cell with off-grid ranks, what off_grid found (and the change, beyond noise).
     changes, offs = [], []
     ranks = {"alone": [0, 0, 0.0], "path": [0, 0, 0.0]}
+    where = {"alone": "", "path": ""}  # the cell and rank of that largest change
     for cell in cells:
         base = read_fits(published, cell)
         if base is None:
@@ -240,17 +245,24 @@ def compare(
                 # The selected cell may move either way, because validation chooses
                 # among other candidates (a property of the grid, not the fit).
                 n, bad = differing_ranks(base, other)
-                tally = ranks["path" if path_fitted(base) else "alone"]
+                kind = "path" if path_fitted(base) else "alone"
+                tally = ranks[kind]
                 tally[0] += n
                 tally[1] += bad
-                tally[2] = max(tally[2], largest_rank_change(base, other))
+                d, r = largest_rank_change(base, other)
+                if r is not None and d >= tally[2]:
+                    tally[2] = d
+                    where[kind] = f"{row['cell']}, r = {r}"
                 shown = f"{bad} of {n} shared ranks differ; selected "
                 shown += format_pm(mv, sv)
             row[label] = shown
         rows.append(row)
     table = pd.DataFrame(rows)
     table.attrs.update(
-        changes=changes, ranks={k: tuple(v) for k, v in ranks.items()}, off_grid=offs
+        changes=changes,
+        ranks={k: tuple(v) for k, v in ranks.items()},
+        largest_at=where,
+        off_grid=offs,
     )
     return table
 
@@ -308,7 +320,7 @@ def summary_lines(table: pd.DataFrame, variant_cols: list[str]) -> str:
         lines.append(
             f"- Other r grid, warm-started rank paths: {bad} of {n} shared ranks "
             f"differ; the largest change of a shared rank's mean test accuracy: "
-            f"{d:.2f} points."
+            f"{d:.2f} points ({table.attrs.get('largest_at', {}).get('path', '')})."
         )
     offs = table.attrs.get("off_grid", [])
     if offs:

@@ -96,12 +96,14 @@ def test_a_rank_path_may_differ_at_a_shared_rank(tmp_path, make_views, robust):
     lines = robust.summary_lines(table, [robust.VARIANTS["other_grid"]])
     assert "ranks fitted alone" not in lines
     assert "Other r grid, warm-started rank paths: 1 of 1 shared ranks differ" in lines
+    assert f"points ({table['cell'].iloc[0]}, r = 3)." in lines
     from _common import facts_of
 
     facts = facts_of("optimizer_robustness", lines)
     assert facts["other_grid_path_differ"] == "1"
     assert facts["other_grid_path_shared"] == "1"
     assert float(facts["other_grid_path_largest"]) == pytest.approx(largest, abs=0.005)
+    assert facts["other_grid_path_largest_r"] == "3"
 
 
 def test_same_grid_and_every_published_cell(tmp_path, make_views, robust):
