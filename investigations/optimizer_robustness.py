@@ -207,6 +207,7 @@ def compare(
     # shared rank) for other grids, apart for ranks fitted alone and rank paths; per
     # cell with off-grid ranks, what off_grid found (and the change, beyond noise).
     changes, offs = [], []
+    identical = []  # (variant, its fits equal the published at every rank)
     ranks = {"alone": [0, 0, 0.0], "path": [0, 0, 0.0]}
     where = {"alone": "", "path": ""}  # the cell and rank of that largest change
     for cell in cells:
@@ -235,6 +236,8 @@ def compare(
             shown = f"{format_pm(mv, sv)} ({mv - mb:+.2f}){flag}"
             if name != "other_grid":
                 changes.append((row["cell"], label, mv - mb, bool(flag)))
+                n, bad = differing_ranks(base, other)
+                identical.append((label, n > 0 and bad == 0))
             else:
                 if set(other["r"].dropna()) == set(base["r"].dropna()):
                     row[label] = row[OFF_GRID] = SAME_GRID
@@ -260,6 +263,7 @@ def compare(
     table = pd.DataFrame(rows)
     table.attrs.update(
         changes=changes,
+        identical=identical,
         ranks={k: tuple(v) for k, v in ranks.items()},
         largest_at=where,
         off_grid=offs,
@@ -308,6 +312,17 @@ def summary_lines(table: pd.DataFrame, variant_cols: list[str]) -> str:
         lines.append(
             f"- Started variants run: {len(changes)}; beyond noise: {beyond}; "
             f"largest change: {d:+.2f} points ({cell}, {label})."
+        )
+    identical = table.attrs.get("identical", [])
+    if identical:
+        per = {}
+        for label, same in identical:
+            per.setdefault(label, []).append(same)
+        lines.append(
+            "- Started variants identical to the published fits at every rank: "
+            f"{sum(same for _, same in identical)} of {len(identical)} ("
+            + "; ".join(f"{lab}: {sum(v)} of {len(v)}" for lab, v in per.items())
+            + ")."
         )
     ranks = table.attrs.get("ranks", {})
     n, bad, _ = ranks.get("alone", (0, 0, 0.0))

@@ -61,6 +61,16 @@ def test_variants_side_by_side(tmp_path, make_views, robust):
     assert "beyond noise: 1; largest change: -" in lines
     assert "Other r grid, ranks fitted alone: 0 of 1 shared ranks differ." in lines
     assert "warm-started rank paths" not in lines
+    # the shifted variant is not identical to the published fits; a copy would be
+    assert "identical to the published fits at every rank: 0 of 1" in lines
+    _write(published / "more_starts", base)
+    table = robust.compare(
+        [CELL], published, {"more_starts": published / "more_starts"}
+    )
+    lines = robust.summary_lines(table, [robust.VARIANTS["more_starts"]])
+    assert (
+        "identical to the published fits at every rank: 1 of 1 (n_init = 10: 1" in lines
+    )
     # a rank whose accuracy changed is counted
     broken = _fits(make_views, r_grid=[3, 5])
     broken.loc[broken["r"] == 3, "test_acc"] += 0.01
