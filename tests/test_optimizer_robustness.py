@@ -1,5 +1,6 @@
 """investigations/optimizer_robustness.py on small real fit results (issue #19)."""
 
+import json
 import shutil
 from pathlib import Path
 
@@ -63,7 +64,11 @@ def test_variants_side_by_side(tmp_path, make_views, robust):
     assert "warm-started rank paths" not in lines
     # the shifted variant is not identical to the published fits; a copy would be
     assert "identical to the published fits at every rank: 0 of 1" in lines
-    _write(published / "more_starts", base)
+    # the variant's own option in its params does not keep its rows apart
+    restarted = base.assign(
+        params=base["params"].map(lambda p: json.dumps({**json.loads(p), "n_init": 10}))
+    )
+    _write(published / "more_starts", restarted)
     table = robust.compare(
         [CELL], published, {"more_starts": published / "more_starts"}
     )
