@@ -39,7 +39,6 @@ from tcca_core.reporting.provenance import (
 #: digest now.
 NOT_REMADE = frozenset(
     {
-        "optimizer_robustness",
         # NUS-WIDE's cost estimate: 100 min of fits, remade once at the final
         # configuration (it was made before the warm-started TCCA paths)
         "nuswide_cost",
