@@ -185,7 +185,6 @@ FACTS = {
         "splits": "Splits that pick an r below the paper's grid: {*} of {},",
         "cells_below": "in {} of {*} cells; largest change",
         "largest_change": "largest change: {} points",
-        "started_identical": "identical to the published fits at every rank: {} of",
         "crossed": "Cells that cross the paper's mean ± 2 std: {}",
         "verdicts_moved": "Verdicts of the paper's claims that move: {} of",
         "claims": "Verdicts of the paper's claims that move: {*} of {}.",

@@ -97,20 +97,21 @@ def differing_ranks(base: pd.DataFrame, other: pd.DataFrame) -> tuple[int, int]:
     return int(np.unique(ranks).size), int(np.unique(ranks[diff.to_numpy()]).size)
 
 
+#: The options the started variants change (their overlays' only other key is eps).
+_STARTED = ("n_init", "warm_start")
+
+
 def _solver_free(df: pd.DataFrame) -> pd.DataFrame:
     """The rows with the started variants' options (n_init, warm_start) left out of
     their params, so that a variant's rows meet the published ones they refit."""
-    params = df["params"].map(
-        lambda p: json.dumps(
-            {
-                k: v
-                for k, v in json.loads(p).items()
-                if k not in ("n_init", "warm_start")
-            },
+    free = {
+        p: json.dumps(
+            {k: v for k, v in json.loads(p).items() if k not in _STARTED},
             sort_keys=True,
         )
-    )
-    return df.assign(params=params)
+        for p in df["params"].dropna().unique()
+    }
+    return df.assign(params=df["params"].map(free))
 
 
 def largest_rank_change(
@@ -225,8 +226,8 @@ def compare(
     # cell with off-grid ranks, what off_grid found (and the change, beyond noise).
     changes, offs = [], []
     identical = []  # (variant, its fits equal the published at every rank)
-    ranks = {"alone": [0, 0, 0.0], "path": [0, 0, 0.0]}
-    where = {"alone": "", "path": ""}  # the cell and rank of that largest change
+    # per kind: shared ranks, differing ranks, largest change, its cell and rank
+    ranks = {"alone": [0, 0, 0.0, ""], "path": [0, 0, 0.0, ""]}
     for cell in cells:
         base = read_fits(published, cell)
         if base is None:
@@ -265,14 +266,12 @@ def compare(
                 # The selected cell may move either way, because validation chooses
                 # among other candidates (a property of the grid, not the fit).
                 n, bad = differing_ranks(base, other)
-                kind = "path" if path_fitted(base) else "alone"
-                tally = ranks[kind]
+                tally = ranks["path" if path_fitted(base) else "alone"]
                 tally[0] += n
                 tally[1] += bad
                 d, r = largest_rank_change(base, other)
                 if r is not None and d >= tally[2]:
-                    tally[2] = d
-                    where[kind] = f"{row['cell']}, r = {r}"
+                    tally[2:] = [d, f"{row['cell']}, r = {r}"]
                 shown = f"{bad} of {n} shared ranks differ; selected "
                 shown += format_pm(mv, sv)
             row[label] = shown
@@ -282,7 +281,6 @@ def compare(
         changes=changes,
         identical=identical,
         ranks={k: tuple(v) for k, v in ranks.items()},
-        largest_at=where,
         off_grid=offs,
     )
     return table
@@ -342,17 +340,17 @@ def summary_lines(table: pd.DataFrame, variant_cols: list[str]) -> str:
             + ")."
         )
     ranks = table.attrs.get("ranks", {})
-    n, bad, _ = ranks.get("alone", (0, 0, 0.0))
+    n, bad, _, _ = ranks.get("alone", (0, 0, 0.0, ""))
     if n:
         lines.append(
             f"- Other r grid, ranks fitted alone: {bad} of {n} shared ranks differ."
         )
-    n, bad, d = ranks.get("path", (0, 0, 0.0))
+    n, bad, d, at = ranks.get("path", (0, 0, 0.0, ""))
     if n:
         lines.append(
             f"- Other r grid, warm-started rank paths: {bad} of {n} shared ranks "
             f"differ; the largest change of a shared rank's mean test accuracy: "
-            f"{d:.2f} points ({table.attrs.get('largest_at', {}).get('path', '')})."
+            f"{d:.2f} points ({at})."
         )
     offs = table.attrs.get("off_grid", [])
     if offs:

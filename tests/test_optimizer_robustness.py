@@ -104,8 +104,9 @@ def test_a_rank_path_may_differ_at_a_shared_rank(tmp_path, make_views, robust):
     _write(published, base)
     _write(published / "other_grid", other)
     table = robust.compare([CELL], published, {"other_grid": published / "other_grid"})
-    assert table.attrs["ranks"]["alone"] == (0, 0, 0.0)
-    n, bad, largest = table.attrs["ranks"]["path"]
+    assert table.attrs["ranks"]["alone"] == (0, 0, 0.0, "")
+    n, bad, largest, at = table.attrs["ranks"]["path"]
+    assert at.endswith(", r = 3")
     assert (n, bad) == (1, 1)
     assert largest == pytest.approx(100 * 0.2 / base["split"].nunique())
     lines = robust.summary_lines(table, [robust.VARIANTS["other_grid"]])
