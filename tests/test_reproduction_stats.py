@@ -254,6 +254,17 @@ def test_tuned_draws_resolved_only_with_the_draws():
     out = sentences.tuned_draws(_equal(rows, draws), ["ads #labeled = 100"])
     assert out.startswith("Over 30 draws, ads #labeled = 100: TCCA - CCA (BST) -0.40")
     assert out.endswith("1 of the 2 comparisons resolved after Holm's adjustment")
+    # a checkpoint: one cell's draws not all fitted yet; each cell says its own count
+    draws["rows"].append(["secstr #unlabeled = 84K", "TCCA - CCA (BST)", "30", "-5.79",
+                          "[-6.33, -5.26]", "A below B"])  # fmt: skip
+    for row in draws["rows"][:2]:
+        row[2] = "13"
+    out = sentences.tuned_draws(
+        _equal(rows, draws), ["ads #labeled = 100", "secstr #unlabeled = 84K"]
+    )
+    assert out.startswith("Over the draws, ads #labeled = 100 (13 draws): TCCA - CCA")
+    assert "; secstr #unlabeled = 84K (30 draws): TCCA - CCA (BST) -5.79" in out
+    assert "Over 30 draws" not in out
 
 
 def test_holm_changes_counts_what_the_adjustment_leaves():

@@ -321,8 +321,13 @@ def tuned_draws(inv: Investigation, cells: Sequence[str], base: str = "tcca") ->
         if missing:
             raise FieldError(f"no {label} rows for {missing} over the draws")
         resolved = [r for r in rows if r["after Holm"] != "not resolved"]
+        # cells whose draws are not all fitted yet (a checkpoint) say their counts
+        draws = {c: "/".join(sorted({r["draws"] for r in rows if r["cell"] == c}))
+                 for c in cells}  # fmt: skip
+        one = len(set(draws.values())) == 1
+        lead = f"Over {draws[cells[0]]} draws" if one else "Over the draws"
         parts = "; ".join(
-            f"{c}: "
+            f"{c}{'' if one else f' ({draws[c]} draws)'}: "
             + ", ".join(
                 f"{r['A - B']} {r['difference']} {r['95 % CI']} ({r['after Holm']} "
                 "after Holm)"
@@ -332,7 +337,7 @@ def tuned_draws(inv: Investigation, cells: Sequence[str], base: str = "tcca") ->
             for c in cells
         )
         return (
-            f"Over {rows[0]['draws']} draws, {parts}; {len(resolved)} of the "
+            f"{lead}, {parts}; {len(resolved)} of the "
             f"{len(rows)} comparisons resolved after Holm's adjustment"
         )
     cca = ("cca_bst", "cca_avg", "cca_ls")
