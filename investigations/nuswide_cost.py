@@ -221,7 +221,8 @@ def main(argv=None) -> int:
     if args.report:
         docs = [json.loads(Path(p).read_text()) for p in args.report]
         prep = max((d["prepare"] for d in docs), key=lambda p: p["lines"])
-        # a run's "command", or the "commands" of a report made from runs
+        # the "commands" of a run or of a report made from runs ("command": a run
+        # written before runs kept a list)
         commands = [
             c for d in docs for c in d.get("commands") or [d.get("command")] if c
         ]
@@ -286,7 +287,11 @@ def main(argv=None) -> int:
                     atomic_write_text(
                         Path(args.out).with_suffix(".json"),
                         json.dumps(
-                            {"command": _command(argv), "prepare": prep, "jobs": jobs},
+                            {
+                                "commands": [_command(argv)],
+                                "prepare": prep,
+                                "jobs": jobs,
+                            },
                             indent=1,
                         ),
                     )

@@ -127,7 +127,13 @@ def test_main_runs_a_fit_job_through_the_pipeline(cost, tmp_path):
     out = tmp_path / "cost.md"
     argv = ["--sizes", "300", "--quick", "--tables", "nuswide_linear"]
     assert cost.main([*argv, "--methods", "bsf", "--out", str(out)]) == 0
-    jobs = json.loads(out.with_suffix(".json").read_text())["jobs"]
+    data = json.loads(out.with_suffix(".json").read_text())
+    jobs = data["jobs"]
     assert [(j["method"], j["size"]) for j in jobs] == [("bsf", 300)]
+    # one list of the commands behind the data, the run's own (no second key that a
+    # later --report would leave standing beside its own list)
+    assert "command" not in data
+    assert data["commands"] == [f"python investigations/nuswide_cost.py {' '.join(argv)} "
+                                "--methods bsf --out cost.md"]  # fmt: skip
     assert jobs[0]["cpu_s"] > 0
     assert "| nuswide_linear | BSF | 300: " in out.read_text()
