@@ -221,11 +221,8 @@ def main(argv=None) -> int:
     if args.report:
         docs = [json.loads(Path(p).read_text()) for p in args.report]
         prep = max((d["prepare"] for d in docs), key=lambda p: p["lines"])
-        # the "commands" of a run or of a report made from runs ("command": a run
-        # written before runs kept a list)
-        commands = [
-            c for d in docs for c in d.get("commands") or [d.get("command")] if c
-        ]
+        # the commands of each run, or of each report made from runs
+        commands = [c for d in docs for c in d["commands"]]
         commands.append(_command(argv))
         jobs = [j for d in docs for j in d["jobs"]]
         report(jobs, prep, commands, args.out)  # its data: these jobs too

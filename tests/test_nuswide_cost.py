@@ -95,7 +95,7 @@ def test_report_mode_keeps_the_data_of_the_report(cost, tmp_path):
     for i, job in enumerate(jobs):
         run = tmp_path / f"run{i}.json"
         prep = {"lines": 24_099 + i, "cpu_s": 0.3}
-        run.write_text(json.dumps({"command": f"cmd {i}", "prepare": prep,
+        run.write_text(json.dumps({"commands": [f"cmd {i}"], "prepare": prep,
                                    "jobs": [job]}))  # fmt: skip
         runs.append(str(run))
     out = tmp_path / "nuswide_cost.md"  # its stem names the facts (_common.FACTS)

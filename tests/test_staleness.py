@@ -38,9 +38,6 @@ from tcca_core.reporting.provenance import (
 #: Every other included output, and results/summary.json, must record the library's
 #: digest now.
 NOT_REMADE: frozenset[str] = frozenset()
-#: True once the published grid and every investigation output have been made again
-#: from a clean commit (issue #34).
-PUBLICATION_DONE = not NOT_REMADE
 WAITING = (
     "waits for the rerun of issue #34: this output was made with an earlier library or "
     "configuration than the published grid's (remove it from NOT_REMADE in "
