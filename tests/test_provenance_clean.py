@@ -209,14 +209,18 @@ def _run(repo, *args):
 
 
 @pytest.mark.slow  # three runs of the workflow, about 3.5 min (.ci/run runs it)
-# the next test reads this one's output from the module's checkout: under pytest-xdist
-# (--dist loadgroup, as .ci/run) both run on one worker, in order
-@pytest.mark.xdist_group("published_checkout")
 @needs_git
 def test_the_full_configuration_publishes_only_from_a_clean_tree(workflow_checkout):
     """Dirty: the dry run shows the plan, the real run stops before any job; a run
     that skips that check (--no-hooks) stops at the summary; once committed, the
-    summary names the commit, clean, with the library's digest."""
+    summary names the commit, clean, with the library's digest. Then, dirty again:
+    REPRODUCTION.md alone runs (it writes no number; tests/test_reproduction.py
+    checks it against the committed summary), and another folder is not the
+    published one.
+
+    One test, not two: a second test reading this one's output skipped whenever
+    pytest-xdist tore the module's checkout down between them (another module's
+    test in between on the same worker)."""
     repo = workflow_checkout
     (repo / "notes.txt").write_text("not committed\n")
 
@@ -245,18 +249,6 @@ def test_the_full_configuration_publishes_only_from_a_clean_tree(workflow_checko
     assert prov["source_digest"] == source_digest()
     assert prov["run"]["published"] is True
 
-
-@pytest.mark.slow  # needs the published run of the test before
-@pytest.mark.xdist_group("published_checkout")
-@needs_git
-def test_reproduction_alone_and_other_folders_run_from_a_dirty_tree(
-    workflow_checkout,
-):
-    """REPRODUCTION.md writes no number (tests/test_reproduction.py checks it
-    against the committed summary), and another folder is not the published one."""
-    repo = workflow_checkout
-    if not (repo / "results" / "summary.json").is_file():
-        pytest.skip("needs the published run of the test before")
     (repo / "scratch.txt").write_text("dirty again\n")
     res, out = _run(repo, "--cores", "1", "reproduction")
     assert res.returncode == 0, out[-3000:]
