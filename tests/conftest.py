@@ -92,3 +92,24 @@ def fit_calls(monkeypatch) -> list[str]:
 
     monkeypatch.setattr(protocol._Run, "cached", counting)
     return calls
+
+
+# ------------------------------------------------- the sentinel's verdict, shown
+
+_SENTINEL: list[str] = []
+
+
+def pytest_runtest_logreport(report):
+    """Keep the sentinel refit's verdict (tests/test_release.py) for the summary."""
+    if report.when == "call":
+        for name, value in report.user_properties:
+            if name == "sentinel":
+                _SENTINEL.append(str(value))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Show whether this library is number-neutral to the release, or how far
+    each method moved, at the end of every run that refitted the sentinel."""
+    for text in _SENTINEL:
+        terminalreporter.section("sentinel refit against the release")
+        terminalreporter.write_line(text)

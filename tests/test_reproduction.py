@@ -658,7 +658,8 @@ def test_a_stale_reproduction_md_is_found(tmp_path, capsys):
     from tcca_core.pipeline.report_jobs import main
 
     for part in ("results/summary.json", "config/config.yaml",
-                 "workflow/schemas/config.schema.yaml", "REPRODUCTION.md"):  # fmt: skip
+                 "workflow/schemas/config.schema.yaml", "REPRODUCTION.md",
+                 "release/manifest.json"):  # fmt: skip
         (tmp_path / part).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / part, tmp_path / part)
     for part in ("docs", "investigations/results"):

@@ -1,16 +1,15 @@
-"""No stale output: every included output records the library code it came from.
+"""Every included output records the code it came from: the release's.
 
 Each investigation output (``investigations/results/<stem>.md`` and its data
 ``<stem>.json``) records the commit and the digest of the library's code it was made
 with (:func:`tcca_core.reporting.provenance.source_digest`, written by
 ``investigations/_common.hand_over``); ``results/summary.json`` records it in its
-provenance. An output whose digest is not the library's now describes code that has
-changed since: the real-output tests below fail on it, naming the output and the
-command that makes it again.
-
-Since the rerun of issue #34 every included output records the library's digest
-(:data:`NOT_REMADE`, the outputs waiting to be made again, is empty); the unit tests
-check the mechanism on synthetic packages and outputs.
+provenance. The published outputs belong to a release
+(``release/manifest.json``): each must record the release's library, so
+that no output describes other code than the one the release names. Whether the
+library at HEAD still computes the same numbers is the sentinel's question
+(tests/test_release.py), not this file's: a change to the library stales no test.
+The unit tests check the mechanism on synthetic packages and outputs.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from _scripts import load_script
+from tcca_core.pipeline.release import read_manifest
 from tcca_core.reporting.provenance import (
     DIGEST_EXCLUDE,
     read_stamp,
@@ -31,17 +31,6 @@ from tcca_core.reporting.provenance import (
     source_files,
     stale_reason,
     stamp_text,
-)
-
-#: The included outputs (stems of investigations/results/) not made again yet from the
-#: published grid's code (issue #34): remove each one in the commit that remakes it.
-#: Every other included output, and results/summary.json, must record the library's
-#: digest now.
-NOT_REMADE: frozenset[str] = frozenset()
-WAITING = (
-    "waits for the rerun of issue #34: this output was made with an earlier library or "
-    "configuration than the published grid's (remove it from NOT_REMADE in "
-    "tests/test_staleness.py in the commit that makes it again)"
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,7 +65,6 @@ def _command(output: str) -> str:
 
 def test_every_included_output_has_a_known_writer():
     assert len(INCLUDED) >= 10
-    assert NOT_REMADE <= {Path(o).stem for o in INCLUDED}  # no stale name in the set
     for output in INCLUDED:
         stem = Path(output).stem
         assert output.startswith("investigations/results/"), output
@@ -85,21 +73,24 @@ def test_every_included_output_has_a_known_writer():
         )
 
 
+RELEASE = read_manifest(REPO)
+
+
 @pytest.mark.parametrize("output", INCLUDED)
-def test_included_output_is_not_older_than_the_library(output):
-    if Path(output).stem in NOT_REMADE:
-        pytest.skip(WAITING)
-    problem = stale_reason(REPO / output, source_digest(), command=_command(output))
+def test_included_output_was_made_at_the_release(output):
+    problem = stale_reason(
+        REPO / output, RELEASE["library_digest"], command=_command(output)
+    )
     assert problem is None, problem
 
 
-def test_published_summary_is_not_older_than_the_library():
+def test_published_summary_was_made_at_the_release():
     prov = json.loads(SUMMARY.read_text())["provenance"]
-    assert prov.get("source_digest") == source_digest(), (
+    assert prov.get("source_digest") == RELEASE["library_digest"], (
         f"results/summary.json: made with tcca_core source "
-        f"{str(prov.get('source_digest'))[:12]}, the library's is now "
-        f"{source_digest()[:12]}: rerun the full grid from a clean commit "
-        "(`snakemake --cores N`, then `snakemake --cores 1 reproduction`)"
+        f"{str(prov.get('source_digest'))[:12]}, release {RELEASE['version']} names "
+        f"{RELEASE['library_digest'][:12]}: a new grid needs a new release "
+        "(docs/release.md)"
     )
 
 

@@ -435,7 +435,7 @@ def check_or_raise(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m tcca_core.pipeline.published --check | --bundle FOLDER``."""
+    """``python -m tcca_core.pipeline.published --check | --check-release | --bundle``."""
     ap = argparse.ArgumentParser(
         prog="python -m tcca_core.pipeline.published",
         description=__doc__.split("\n\n")[0] if __doc__ else None,
@@ -445,6 +445,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--check",
         action="store_true",
         help="recompute every published number from the committed rows",
+    )
+    what.add_argument(
+        "--check-release",
+        action="store_true",
+        help="the check of cutting a release with new numbers: every published "
+        "output made at the code of HEAD (the release manifest names no module "
+        "that changed since), then --check",
     )
     what.add_argument(
         "--bundle",
@@ -478,6 +485,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     investigations = args.investigations
     folder = Path(args.results)
+    if args.check_release:
+        from .release import release_problems
+
+        problems = release_problems(folder.resolve().parent)
+        for line in problems:
+            print(f"FAILED release: {line}", file=sys.stderr)
+        if problems:
+            print(
+                f"{len(problems)} published outputs are not made at the code of "
+                "HEAD: make them again (docs/release.md), then cut the release",
+                file=sys.stderr,
+            )
+            return 1
     if investigations is None and _is_published(folder):
         named = folder if folder.name not in ("", ".", "..") else folder.resolve()
         investigations = named.parent / "investigations"

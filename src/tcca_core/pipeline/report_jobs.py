@@ -232,6 +232,20 @@ def write_summary(
     return summary
 
 
+def _release_text(root: Path, summary: Path) -> str:
+    """Return the release section of the published REPRODUCTION.md.
+
+    '' for another run's summary, or without a release.
+    """
+    from ..reproduction.release import release_section
+    from .release import MANIFEST, read_manifest, read_status
+
+    published = os.path.realpath(root / "results" / "summary.json")
+    if os.path.realpath(summary) != published or not (root / MANIFEST).is_file():
+        return ""
+    return release_section(read_manifest(root), read_status(root))
+
+
 def write_reproduction(
     summary: PathLike,
     investigations: PathLike,
@@ -261,7 +275,11 @@ def write_reproduction(
             )
     notes = reproduction.include_files(Path(investigations).read_text(), Path(root))
     text = reproduction.build(
-        doc, investigations=notes, missing=missing, figures=figures
+        doc,
+        investigations=notes,
+        missing=missing,
+        figures=figures,
+        release=_release_text(Path(root), Path(summary)),
     )
     atomic_write_text(out, text)
     logger.info(

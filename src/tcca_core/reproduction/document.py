@@ -424,6 +424,7 @@ def build(
     investigations: str = "",
     missing: Mapping[str, str] | None = None,
     figures: str = "results/figures",
+    release: str = "",
 ) -> str:
     """Return the text of REPRODUCTION.md.
 
@@ -439,6 +440,9 @@ def build(
         table -> why it has no results (e.g. data that cannot be downloaded).
     figures : str
         Folder of the figures, relative to REPRODUCTION.md.
+    release : str
+        The release section (:func:`~.release.release_section`): which release
+        owns these numbers and where the library stands against it.
     """
     missing = dict(missing or {})
     notes, data = included_data(investigations)
@@ -456,6 +460,7 @@ def build(
             n_std=f"{N_STD:g}",
             reduced=_reduced_run(summary),
             provenance=_provenance(summary),
+            release=release,
             tables=[_table_section(summary, t, figures) for t in tables],
             figures=figures,
             not_run=[

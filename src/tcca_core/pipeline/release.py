@@ -1,0 +1,339 @@
+"""The release that owns the published numbers, and where HEAD stands against it.
+
+The published results (``results/``, REPRODUCTION.md, ``investigations/results/``)
+belong to a release: ``release/manifest.json`` names it (version, the
+library digest and commit of the grid run) and records, per output, the code it
+depends on, module by module (:func:`tcca_core.pipeline.code_units.module_digest`):
+
+- a method's fit rows: the modules its fits executed (traced on the sentinel set,
+  :mod:`tcca_core.pipeline.sentinel`) and the data code (:data:`DATA_MODULES`);
+- an investigation output: its own script (and ``investigations/_common.py``) and
+  the fit code of every method (the rows it reads).
+
+:func:`check_head` says, for the library at HEAD, which of those modules changed
+and refits the sentinel: identical rows make the change number-neutral (every
+published output stays current); otherwise the moved methods and their drift are
+named, and the published results stay the release's. :func:`record` writes that
+verdict (``release/status.json``) for REPRODUCTION.md to show.
+:func:`release_problems` is the strict check of a release with new numbers:
+every output made at the code of HEAD.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from .code_units import PACKAGE, module_digest, module_digests
+
+__all__ = [
+    "MANIFEST",
+    "SENTINEL",
+    "STATUS",
+    "check_head",
+    "code_changes",
+    "cut",
+    "read_manifest",
+    "read_status",
+    "record",
+    "release_problems",
+    "status_text",
+]
+
+FOLDER = Path("release")
+MANIFEST = FOLDER / "manifest.json"
+SENTINEL = FOLDER / "sentinel.json"
+STATUS = FOLDER / "status.json"
+
+#: The data code every fit row depends on besides its method's fits: what reads,
+#: prepares and splits the data sets (transfers, locks and the command line
+#: cannot change a value: a corrupted download fails its checksum).
+DATA_MODULES = (
+    "tcca_core/datasets/__init__.py",
+    "tcca_core/datasets/_archive.py",
+    "tcca_core/datasets/_base.py",
+    "tcca_core/datasets/_files.py",
+    "tcca_core/datasets/_loader.py",
+    "tcca_core/datasets/_views_file.py",
+    "tcca_core/datasets/ads.py",
+    "tcca_core/datasets/mfeat.py",
+    "tcca_core/datasets/nuswide.py",
+    "tcca_core/datasets/secstr.py",
+    "tcca_core/pipeline/data_job.py",
+    "tcca_core/pipeline/fit_jobs.py",
+    "tcca_core/protocol/splits.py",
+)
+
+#: What every investigation script shares.
+SCRIPT_COMMON = "investigations/_common.py"
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("tcca")
+    except metadata.PackageNotFoundError:  # pragma: no cover - run from sources
+        return "unknown"
+
+
+def _environment() -> dict:
+    """Return what a bit-for-bit comparison of fits depends on besides the code."""
+    import numpy as np
+    import scipy
+    import sklearn
+    from threadpoolctl import threadpool_info
+
+    from ..reporting.provenance import machine_info
+
+    blas = sorted(
+        f"{i.get('internal_api')} {i.get('version')} {i.get('architecture')}"
+        for i in threadpool_info()
+        if i.get("user_api") == "blas"
+    )
+    return {
+        "cpu": machine_info()["cpu"],
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "scikit-learn": sklearn.__version__,
+        "blas": blas,
+    }
+
+
+def read_manifest(repo: str | os.PathLike = ".") -> dict:
+    """Return the release manifest of the checkout ``repo``."""
+    path = Path(repo) / MANIFEST
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no release manifest (cut a release first)") from None
+    for key in ("version", "library_digest", "methods", "data", "scripts"):
+        if key not in doc:
+            raise ValueError(f"{path}: malformed release manifest: no {key!r}")
+    return doc
+
+
+def read_status(repo: str | os.PathLike = ".") -> dict | None:
+    """Return the last recorded check of HEAD against the release (None: none)."""
+    path = Path(repo) / STATUS
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _scripts(repo: Path) -> dict[str, str]:
+    """Every investigation script's digest, by path relative to ``repo``."""
+    names = sorted((repo / "investigations").glob("*.py"))
+    return {p.relative_to(repo).as_posix(): module_digest(p) for p in names}
+
+
+# ------------------------------------------------------------------- cutting
+
+
+def cut(repo: str | os.PathLike = ".", *, progress=None) -> Path:
+    """Write the release's sentinel rows and manifest for the code at hand.
+
+    Run at a release only: from then on every change is measured against them.
+    The library must be the one the published results record
+    (``results/summary.json``'s ``source_digest``).
+    """
+    from .._io import atomic_write_text
+    from ..reporting.provenance import source_digest, tree_state
+    from .sentinel import run_sentinel, write_baseline
+
+    repo = Path(repo)
+    summary = json.loads((repo / "results" / "summary.json").read_text())
+    prov = summary.get("provenance") or {}
+    digest = source_digest()
+    if prov.get("source_digest") != digest:
+        raise ValueError(
+            "the library is not the one the published results were made with "
+            f"(summary.json: {str(prov.get('source_digest'))[:12]}, here "
+            f"{digest[:12]}): a release names the code of its numbers"
+        )
+    rows, fits, modules = run_sentinel(progress=progress)
+    write_baseline(repo / SENTINEL, rows, fits)
+    manifest = {
+        "version": _version(),
+        "library_digest": digest,
+        "grid_commit": (prov.get("git") or {}).get("commit"),
+        "cut_from": tree_state(repo)["commit"],
+        "environment": _environment(),
+        "methods": {m: module_digests(mods) for m, mods in modules.items()},
+        "data": module_digests(DATA_MODULES),
+        "scripts": _scripts(repo),
+    }
+    atomic_write_text(
+        repo / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n"
+    )
+    return repo / MANIFEST
+
+
+# ------------------------------------------------------------- HEAD against it
+
+
+def code_changes(
+    manifest: Mapping,
+    repo: str | os.PathLike = ".",
+    *,
+    package: str | os.PathLike | None = None,
+) -> dict:
+    """Which recorded code differs now, without refitting anything.
+
+    Returns ``{"methods": {method: [modules]}, "data": [modules], "scripts":
+    [scripts]}``, each listing only what changed (a deleted or moved module
+    counts as changed). ``package``: the ``tcca_core`` folder to read (default:
+    the one imported); scripts are read from ``repo``.
+    """
+    repo = Path(repo)
+    root = PACKAGE.parent if package is None else Path(package).parent
+
+    def changed(recorded: Mapping[str, str], top: Path) -> list[str]:
+        now = module_digests(recorded, top)
+        return [m for m, d in recorded.items() if now[m] != d]
+
+    methods = {}
+    for method, mods in manifest["methods"].items():
+        moved = changed(mods, root)
+        if moved:
+            methods[method] = moved
+    return {
+        "methods": methods,
+        "data": changed(manifest["data"], root),
+        "scripts": changed(manifest["scripts"], repo),
+    }
+
+
+def stale_outputs(manifest: Mapping, changes: Mapping, moved: Sequence[str]) -> list:
+    """List the published outputs whose numbers are not HEAD's (one line each).
+
+    ``moved``: the methods whose sentinel fits moved. A method whose code changed
+    but whose fits did not is number-neutral: its outputs stay current.
+    """
+    out = [f"the fit rows of {m} (results/rows/, its cells)" for m in moved]
+    if changes["data"]:
+        out.append(
+            "every fit row: the data code changed ("
+            + ", ".join(changes["data"])
+            + "), which the sentinel does not refit"
+        )
+    common = SCRIPT_COMMON in changes["scripts"]
+    for script in manifest["scripts"]:
+        stem = Path(script).stem
+        if stem.startswith("_") or stem == "hand_over":
+            continue
+        if common or script in changes["scripts"] or moved:
+            out.append(f"investigations/results/{stem}.md (its script or fit code)")
+    return out
+
+
+def check_head(
+    repo: str | os.PathLike = ".", *, refit: bool = True, progress=None
+) -> dict:
+    """Check the library at HEAD against the release: code, then the sentinel.
+
+    Returns the status that :func:`record` writes: ``release``, ``commit``,
+    ``dirty``, ``changes`` (:func:`code_changes`), ``sentinel`` (the verdict of
+    :func:`tcca_core.pipeline.sentinel.compare`, None without ``refit``), and
+    ``environment_matches`` (whether this machine and its numerics are the
+    release sentinel's: if not, a difference may be rounding, and the status
+    says so).
+    """
+    from ..reporting.provenance import tree_state
+    from .sentinel import compare, read_baseline, run_sentinel
+
+    repo = Path(repo)
+    manifest = read_manifest(repo)
+    changes = code_changes(manifest, repo)
+    verdict = None
+    if refit:
+        baseline = read_baseline(repo / SENTINEL)
+        rows, fits, _ = run_sentinel(progress=progress)
+        verdict = compare(baseline, rows, fits)
+    state = tree_state(repo)
+    moved = list((verdict or {}).get("moved", {}))
+    return {
+        "release": manifest["version"],
+        "commit": state["commit"],
+        "dirty": state["dirty"],
+        "changes": changes,
+        "sentinel": verdict,
+        "environment_matches": _environment() == manifest.get("environment"),
+        "stale": stale_outputs(manifest, changes, moved),
+    }
+
+
+def status_text(status: Mapping) -> str:
+    """Return the status in a few lines (the command's output)."""
+    from .sentinel import verdict_text
+
+    ch = status["changes"]
+    lines = [f"release {status['release']}; library at {str(status['commit'])[:12]}"]
+    if not (ch["methods"] or ch["data"] or ch["scripts"]):
+        lines.append("code: no module any published output depends on has changed")
+    else:
+        for m, mods in ch["methods"].items():
+            lines.append(f"code: {m}'s fit code changed: {', '.join(mods)}")
+        if ch["data"]:
+            lines.append(f"code: data code changed: {', '.join(ch['data'])}")
+        if ch["scripts"]:
+            lines.append(f"code: scripts changed: {', '.join(ch['scripts'])}")
+    if status["sentinel"] is not None:
+        lines.append(verdict_text(status["sentinel"]))
+        if not status["sentinel"]["neutral"] and not status["environment_matches"]:
+            lines.append(
+                "note: this machine's CPU or numerical libraries differ from the "
+                "release sentinel's (release/manifest.json, environment): "
+                "part of the difference can be rounding"
+            )
+    if status["stale"]:
+        lines.append("published outputs that are the release's, not HEAD's:")
+        lines += [f"  - {s}" for s in status["stale"]]
+    else:
+        lines.append("published outputs: all current at this library")
+    return "\n".join(lines)
+
+
+def record(repo: str | os.PathLike, status: Mapping) -> Path:
+    """Write ``status`` to ``release/status.json`` and REPRODUCTION.md."""
+    from .._io import atomic_write_text
+    from .report_jobs import rewrite_reproduction
+
+    repo = Path(repo)
+    atomic_write_text(
+        repo / STATUS, json.dumps(dict(status), indent=1, sort_keys=True) + "\n"
+    )
+    rewrite_reproduction(repo)
+    return repo / STATUS
+
+
+def release_problems(
+    repo: str | os.PathLike = ".", *, package: str | os.PathLike | None = None
+) -> list[str]:
+    """Why the published outputs are not all made at the code of HEAD (strict).
+
+    The check of a release with new numbers: no module any published output
+    depends on may differ from the release manifest (cut the release again
+    after regenerating the outputs), and the library digest must be the one
+    ``results/summary.json`` records.
+    """
+    repo = Path(repo)
+    manifest = read_manifest(repo)
+    problems = []
+    summary = json.loads((repo / "results" / "summary.json").read_text())
+    recorded = (summary.get("provenance") or {}).get("source_digest")
+    if recorded != manifest["library_digest"]:
+        problems.append(
+            f"results/summary.json records library {str(recorded)[:12]}, the "
+            f"release manifest {manifest['library_digest'][:12]}"
+        )
+    ch = code_changes(manifest, repo, package=package)
+    for m, mods in ch["methods"].items():
+        problems.append(f"{m}: fit code changed since the release: {', '.join(mods)}")
+    if ch["data"]:
+        problems.append(f"data code changed since the release: {', '.join(ch['data'])}")
+    for s in ch["scripts"]:
+        problems.append(f"{s}: changed since the release")
+    return problems

@@ -1,0 +1,105 @@
+"""REPRODUCTION.md's release section: whose numbers, and where HEAD stands.
+
+Built from the release manifest and the last recorded check
+(``release/manifest.json`` and ``status.json``, written by
+``python -m tcca_core.pipeline.sentinel --record``): which release owns the
+numbers, and whether the library at the recorded commit is number-neutral to it
+or has moved (with the sentinel's drift table).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..registry import METHODS
+
+__all__ = ["drift_table", "release_section"]
+
+_RECORD = "`python -m tcca_core.pipeline.sentinel --record`"
+
+
+def _code(text) -> str:
+    """``text`` as inline code (it is a commit or a digest: no backtick in it)."""
+    return "`" + str(text).replace("`", "") + "`"
+
+
+def _label(method: str) -> str:
+    return METHODS[method].label if method in METHODS else method
+
+
+def drift_table(moved: Mapping[str, Mapping]) -> str:
+    """Return the methods the sentinel moved as a Markdown table (registry labels)."""
+    lines = [
+        "| method | sentinel rows changed | fits changed | largest change of "
+        "accuracy (points) | largest change of a canonical correlation |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for method, m in moved.items():
+        corr = "-" if not m["fits"] else f"{m['max_abs_corr']:.3g}"
+        extra = f" ({m['missing']} on one side only)" if m.get("missing") else ""
+        lines.append(
+            f"| {_label(method)}{extra} | {m['rows']} | {m['fits']} | "
+            f"{m['max_abs_acc']:.3g} | {corr} |"
+        )
+    return "\n".join(lines)
+
+
+def release_section(manifest: Mapping | None, status: Mapping | None) -> str:
+    """Return the Markdown of the release section ('' without a manifest)."""
+    if not manifest:
+        return ""
+    version = manifest["version"]
+    head = (
+        f"The published numbers are those of **release {version}** (library digest "
+        f"{_code(manifest['library_digest'][:12])}, full grid run at commit "
+        f"{_code(str(manifest.get('grid_commit'))[:12])}). "
+        "[docs/release.md](docs/release.md) says how to check out and install "
+        "exactly that release to refit any number."
+    )
+    if not status:
+        return (
+            f"{head}\n\nNo check of a later library against it is recorded ({_RECORD})."
+        )
+    commit = _code(str(status.get("commit"))[:12])
+    if status.get("dirty"):
+        commit += " (with uncommitted changes)"
+    ch = status.get("changes") or {}
+    changed = sorted(
+        {m for mods in (ch.get("methods") or {}).values() for m in mods}
+        | set(ch.get("data") or ())
+    )
+    sentinel = status.get("sentinel") or {}
+    moved = sentinel.get("moved") or {}
+    if not changed and not ch.get("scripts") and not moved:
+        body = (
+            f"Checked at commit {commit} ({_RECORD}): no module that a published "
+            "output executes has changed since the release, and the sentinel refit "
+            "gave identical rows and fits."
+        )
+        return f"{head}\n\n{body}"
+    if not moved and sentinel:
+        listed = ", ".join(_code(m) for m in changed) or "none"
+        body = (
+            f"At commit {commit} code that published outputs execute has changed "
+            f"({listed}); the sentinel refit of every method gave identical rows "
+            "and fits: the change is **number-neutral**."
+        )
+        stale = [s for s in status.get("stale") or () if "data code" in s]
+        if ch.get("scripts"):
+            body += " Investigation scripts changed: " + ", ".join(
+                _code(s) for s in ch["scripts"]
+            )
+            body += " (their outputs are the release's until they are run again)."
+        if stale:
+            body += " The data code changed, which the sentinel does not refit."
+        return f"{head}\n\n{body}"
+    names = ", ".join(_label(m) for m in moved)
+    body = (
+        f"> **The library has moved since release {version}.** At commit {commit} "
+        f"the sentinel refit ({_RECORD}) moved the fits of {names}. Every number "
+        f"below is still release {version}'s: they are made again at the new code "
+        "and a new release is cut before they change (docs/release.md).\n\n"
+        f"Drift on the sentinel set (small synthetic problems of every input kind, "
+        f"one split, a few ranks):\n\n{drift_table(moved)}"
+    )
+    return f"{head}\n\n{body}"
