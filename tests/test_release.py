@@ -187,7 +187,7 @@ def test_sentinel_at_head(record_property):
     """Refit the sentinel set at this library and compare with the release.
 
     It passes whether or not numbers moved (a change that moves numbers is
-    allowed; it is reported, in the terminal summary and by ``--record``); at the
+    allowed; it is reported, in the terminal summary and by the command); at the
     release's own code it must be identical (the fits are deterministic).
     """
     status = release.check_head(REPO)

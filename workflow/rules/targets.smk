@@ -48,3 +48,17 @@ rule check_published:
         from tcca_core.pipeline.published import check_or_raise
 
         check_or_raise(params.results, params.investigations, log[0])
+
+
+# no input: it refits a fixed set of small fits at the library installed here and
+# compares them with the release's committed rows (docs/release.md)
+rule sentinel:
+    log:
+        f"{LOGS}/sentinel.log",
+    localrule: True
+    params:
+        repo=str(REPO),
+    message:
+        "Refitting the sentinel set: is this library number-neutral to the release?"
+    shell:
+        "python -m tcca_core.pipeline.sentinel --repo {params.repo:q} 2> {log:q}"

@@ -19,9 +19,9 @@ While the fits run, the modules each method executes are recorded
 (:func:`tcca_core.pipeline.code_units.executed_modules`): the code its fit rows
 depend on, which the release manifest keeps.
 
-``python -m tcca_core.pipeline.sentinel`` prints the verdict; ``--record`` writes
-it to ``release/status.json`` and REPRODUCTION.md's release section;
-``--baseline`` (at the release only) writes the committed rows.
+``python -m tcca_core.pipeline.sentinel`` prints the verdict and writes it to
+``release/status.json`` and REPRODUCTION.md's release section (``--no-record``:
+print only); ``--baseline`` (at the release only) writes the committed rows.
 """
 
 from __future__ import annotations
@@ -515,9 +515,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--repo", default=".", help="the repository's top folder")
     ap.add_argument(
-        "--record",
-        action="store_true",
-        help="write the verdict to release/status.json and REPRODUCTION.md",
+        "--no-record",
+        dest="record",
+        action="store_false",
+        help="only print the verdict (by default it is also written to "
+        "release/status.json and REPRODUCTION.md's release section)",
     )
     ap.add_argument(
         "--baseline",

@@ -2,7 +2,7 @@
 
 Built from the release manifest and the last recorded check
 (``release/manifest.json`` and ``status.json``, written by
-``python -m tcca_core.pipeline.sentinel --record``): which release owns the
+``python -m tcca_core.pipeline.sentinel``): which release owns the
 numbers, and whether the library at the recorded commit is number-neutral to it
 or has moved (with the sentinel's drift table).
 """
@@ -15,7 +15,7 @@ from ..registry import METHODS
 
 __all__ = ["drift_table", "release_section"]
 
-_RECORD = "`python -m tcca_core.pipeline.sentinel --record`"
+_RECORD = "`python -m tcca_core.pipeline.sentinel`"
 
 
 def _code(text) -> str:
