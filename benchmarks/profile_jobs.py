@@ -74,7 +74,7 @@ class Recorder:
         self.eps = None
 
     def install(self):
-        from tcca_core import _engine
+        from tcca_core.solver import engine as _engine
 
         original = _engine.MomentEngine.decompose
         recorder = self

@@ -43,7 +43,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"  # before numpy loads
 
 import argparse  # noqa: E402
-import importlib  # noqa: E402
+import importlib.util  # noqa: E402
 import io  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
@@ -87,7 +87,7 @@ def _case(name: str) -> Case:
 
 
 def load_library(rev: str | None):
-    """The modules ``(_als, _tensors, _engine, _linalg)`` of ``tcca_core``, or of a
+    """The modules ``(als, implicit, engine, linalg)`` of ``solver`` of ``tcca_core``, or of a
     copy of ``src/tcca_core`` at git revision ``rev`` (imported as
     ``tcca_core_baseline``)."""
     name = "tcca_core"
@@ -103,10 +103,10 @@ def load_library(rev: str | None):
         name = "tcca_core_baseline"
         (tmp / "src" / "tcca_core").rename(tmp / name)
         sys.path.insert(0, str(tmp))
-    return tuple(
-        importlib.import_module(f"{name}.{mod}")
-        for mod in ("_als", "_tensors", "_engine", "_linalg")
-    )
+    mods = ("solver.als", "solver.implicit", "solver.engine", "solver.linalg")
+    if importlib.util.find_spec(f"{name}.solver") is None:  # before the solver package
+        mods = ("_als", "_tensors", "_engine", "_linalg")
+    return tuple(importlib.import_module(f"{name}.{mod}") for mod in mods)
 
 
 def whiten(lib, Xs):

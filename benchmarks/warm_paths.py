@@ -50,7 +50,7 @@ def run(views, eps: float, ranks, variant: str, method: str = "tcca") -> dict:
     from sklearn.exceptions import ConvergenceWarning
 
     from tcca_core import KTCCA, TCCA
-    from tcca_core._engine import MomentEngine
+    from tcca_core.solver.engine import MomentEngine
 
     kind, _, cap = variant.partition(":")
     if kind not in ("cold", "warm", "lean"):

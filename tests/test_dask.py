@@ -24,8 +24,8 @@ da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
 from tcca_core import KTCCA, TCCA, tcca_path  # noqa: E402
-from tcca_core._engine import MomentEngine  # noqa: E402
-from tcca_core._tensors import ImplicitMoment, WhitenedView  # noqa: E402
+from tcca_core.solver.engine import MomentEngine  # noqa: E402
+from tcca_core.solver.implicit import ImplicitMoment, WhitenedView  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RTOL = 1e-10
@@ -111,8 +111,8 @@ def test_large_mean_and_uneven_chunks(client):
     # a mean 1e3 times the spread: the covariance is merged from centered chunks
     # (Chan et al.), so it matches the in-memory two-pass covariance to rounding,
     # where X^T X / N - mean mean^T would lose six digits
-    from tcca_core._dask import as_dask_views, view_statistics
-    from tcca_core._linalg import covariance
+    from tcca_core.solver.dask import as_dask_views, view_statistics
+    from tcca_core.solver.linalg import covariance
 
     views = planted(n=1500, mean=1e3, seed=3)
     dv = [da.from_array(X, chunks=((100, 700, 1, 699), -1)) for X in views]
@@ -166,7 +166,7 @@ def test_fit_path_shares_the_engine(client):
 
 
 def test_norm_grams_and_residual_match_in_memory(client):
-    from tcca_core._dask import DaskEngine, DaskView
+    from tcca_core.solver.dask import DaskEngine, DaskView
 
     views = planted(n=900, dims=(4, 5, 3), seed=4)
     rng = np.random.default_rng(0)
@@ -196,7 +196,7 @@ def test_chunks_read_inside_the_task(client, tmp_path):
     # of every view (no read tasks scattered over the workers); persisted views
     # are the tasks' dependencies. Both give the in-memory fit.
     zarr = pytest.importorskip("zarr")  # noqa: F841
-    from tcca_core._dask import DaskMoment, DaskView
+    from tcca_core.solver.dask import DaskMoment, DaskView
 
     views = planted(n=1200, seed=5)
     for p, X in enumerate(views):
@@ -272,7 +272,7 @@ def test_tcca_core_does_not_import_dask():
     code = (
         "import sys, numpy as np\n"
         "from tcca_core import TCCA\n"
-        "import tcca_core._tcca, tcca_core._ktcca, tcca_core._tensors\n"
+        "import tcca_core._tcca, tcca_core._ktcca, tcca_core.solver.implicit\n"
         "rng = np.random.default_rng(0)\n"
         "TCCA(1).fit([rng.standard_normal((50, d)) for d in (2, 3, 4)])\n"
         "assert not [m for m in sys.modules if m.split('.')[0] in "

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import tcca_core._dense as T
+import tcca_core.solver.dense as T
 from tcca_core import KTCCA, TCCA, datasets
 from tcca_core.datasets import _base, mfeat
 

@@ -15,14 +15,16 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose
 
-from tcca_core import _als, _sparse_moments, _tensors
-from tcca_core._linalg import column_mean, covariance, inv_sqrt_psd
-from tcca_core._tensors import (
+from tcca_core.solver import als as _als
+from tcca_core.solver import implicit as _tensors
+from tcca_core.solver import sparse as _sparse_moments
+from tcca_core.solver.implicit import (
     ImplicitMoment,
     WhitenedView,
     combination_of,
     record_combination,
 )
+from tcca_core.solver.linalg import column_mean, covariance, inv_sqrt_psd
 
 LETTERS = "abcdefgh"
 

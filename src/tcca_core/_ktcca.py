@@ -22,11 +22,8 @@ import numpy as np
 import scipy.linalg as sla
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from ._convergence import warn_unconverged
-from ._engine import MomentEngine, fit_ranks
 from ._multiview import HighOrderCorrelationMixin
 from ._tcca import SOLVER_CONSTRAINTS, check_ranks, is_dask_views, max_cp_rank
-from ._tensors import WhitenedView
 from ._validation import (
     Interval,
     ParamsMixin,
@@ -36,6 +33,9 @@ from ._validation import (
     validate_params,
 )
 from .kernels import ViewKernel, center_cross_kernel, center_kernel
+from .solver.convergence import warn_unconverged
+from .solver.engine import MomentEngine, fit_ranks
+from .solver.implicit import WhitenedView
 
 __all__ = ["KTCCA", "kernel_whitening", "ktcca_path"]
 

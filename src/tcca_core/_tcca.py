@@ -19,11 +19,7 @@ from typing import ClassVar
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from ._convergence import swamped_message, warn_unconverged
-from ._engine import MomentEngine, fit_ranks
-from ._linalg import LinearProjectionMixin, column_mean, covariance, inv_sqrt_psd
 from ._multiview import HighOrderCorrelationMixin
-from ._tensors import WhitenedView
 from ._validation import (
     Interval,
     Options,
@@ -35,6 +31,10 @@ from ._validation import (
     check_views,
     validate_params,
 )
+from .solver.convergence import swamped_message, warn_unconverged
+from .solver.engine import MomentEngine, fit_ranks
+from .solver.implicit import WhitenedView
+from .solver.linalg import LinearProjectionMixin, column_mean, covariance, inv_sqrt_psd
 
 __all__ = ["TCCA", "tcca", "tcca_path", "max_cp_rank", "SOLVER_CONSTRAINTS"]
 
@@ -133,7 +133,7 @@ def tcca_path(
     eps, max_iter, tol = p["eps"], p["max_iter"], p["tol"]
     ranks, warm_start = check_ranks(ranks, init, warm_start)
     if is_dask_views(views):  # every pass over the data as Dask tasks
-        from . import _dask
+        from .solver import dask as _dask
 
         return _dask.tcca_path(views, ranks, warm_start=warm_start, **p)
     views = check_views(views)
@@ -365,7 +365,7 @@ class TCCA(
         Dask views give lazy Dask arrays (nothing is computed until asked).
         """
         if is_dask_views(views):
-            from . import _dask
+            from .solver import dask as _dask
 
             return _dask.transform(self, views, per_view=per_view)
         return super().transform(views, per_view=per_view)

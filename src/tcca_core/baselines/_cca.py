@@ -39,16 +39,6 @@ import scipy.linalg as sla
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._linalg import (
-    LinearProjectionMixin,
-    column_mean,
-    column_signs,
-    covariance,
-    cross_covariance,
-    inv_sqrt_psd,
-    numerical_rank,
-    svd,
-)
 from .._multiview import MultiViewMixin
 from .._validation import (
     Interval,
@@ -59,6 +49,16 @@ from .._validation import (
     validate_params,
 )
 from ..kernels import ViewKernel, center_cross_kernel, center_kernel
+from ..solver.linalg import (
+    LinearProjectionMixin,
+    column_mean,
+    column_signs,
+    covariance,
+    cross_covariance,
+    inv_sqrt_psd,
+    numerical_rank,
+    svd,
+)
 
 __all__ = [
     "CCA",

@@ -106,8 +106,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 
-from .._linalg import column_signs, svd
 from .._validation import Interval, validate_params
+from ..solver.linalg import column_signs, svd
 from ._dse import (
     TRANSDUCTIVE_PARAMETER_CONSTRAINTS,
     ConsensusBasis,

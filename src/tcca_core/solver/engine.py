@@ -17,10 +17,8 @@ from time import perf_counter
 
 import numpy as np
 
-from . import _dense
-from ._linalg import svd
-from ._sparse_moments import _prod, sparse_moment_cost
-from ._tensors import (
+from . import dense as _dense
+from .implicit import (
     DENSE_MAX_BYTES,
     ImplicitMoment,
     WhitenedView,
@@ -32,6 +30,8 @@ from ._tensors import (
     mode_gram_costs,
     norm_costs,
 )
+from .linalg import svd
+from .sparse import _prod, sparse_moment_cost
 
 # Per-rank progress of long rank paths, under the name the pipeline's job logs and
 # docs have always shown.
@@ -51,7 +51,7 @@ def _argmin_first(values: Sequence[float]) -> int:
 
 def _pace(errors: Sequence[float]) -> float:
     """Relative decrease of the error per sweep over the last ``WINDOW`` sweeps."""
-    from ._als import WINDOW
+    from .als import WINDOW
 
     if len(errors) <= WINDOW or errors[-1] <= 0:
         return float("nan")
@@ -224,7 +224,7 @@ class MomentEngine:
     def hosvd_bases(self) -> list[np.ndarray]:
         """Return the exact HOSVD's bases (:func:`._als.hosvd_bases`), computed once."""
         if self._hosvd is None:
-            from ._als import hosvd_bases
+            from .als import hosvd_bases
 
             self._hosvd = hosvd_bases(self.mode_grams())
         return self._hosvd
@@ -345,7 +345,7 @@ class MomentEngine:
         iterations, convergence flag, the relative reconstruction errors and the
         final error of every start.
         """
-        from ._als import BREAKDOWN, broke_down, init_factors, normalize_cp
+        from .als import BREAKDOWN, broke_down, init_factors, normalize_cp
 
         if len(self.dims) == 2 and self.name != "tensorly":
             weights, factors, errors = self._two_view(rank)
@@ -424,7 +424,7 @@ class MomentEngine:
         winner's index and result and, per start, the error at which it left the
         race (the winner's final error).
         """
-        from ._als import cp_als
+        from .als import cp_als
 
         def run(U0=None, resume=None, upto=max_iter):
             return cp_als(
@@ -535,8 +535,8 @@ class MomentEngine:
         """
         from time import perf_counter
 
-        from ._als import init_factors
-        from ._validation import as_generator
+        from .._validation import as_generator
+        from .als import init_factors
 
         if isinstance(init, str) and init == "auto":
             init = self.auto_init(ranks)
@@ -605,7 +605,7 @@ def fit_ranks(engine: MomentEngine, name: str, ranks, setup_s: float, **solver):
     ``setup_s``; the lazy build of M or ||M||^2 falls in the first rank's share)
     and the engine's info; each estimator adds its own projections.
     """
-    from ._validation import named_als_failure
+    from .._validation import named_als_failure
 
     with named_als_failure(name, max(ranks)):
         fits = engine.path(ranks, **solver)

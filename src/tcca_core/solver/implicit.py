@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ._sparse_moments import (  # noqa: F401  (re-exported for the engines)
+from .sparse import (  # noqa: F401  (re-exported for the engines)
     _SPARSE_OP_COST,
     _prod,
     _sparse_forms,

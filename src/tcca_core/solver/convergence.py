@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ._als import BREAKDOWN, WINDOW, broke_down
+from .als import BREAKDOWN, WINDOW, broke_down
 
 __all__ = ["convergence_message", "swamped_message", "warn_unconverged"]
 

@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 if TYPE_CHECKING:
-    from ._tensors import WhitenedView
+    from .implicit import WhitenedView
 
 #: Cost of one sparse multiply-add (row-wise Kronecker product, sparse-sparse
 #: product) relative to one GEMM flop, in the cost models.

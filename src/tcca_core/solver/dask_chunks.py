@@ -16,8 +16,8 @@ import numpy as np
 import scipy.sparse as sp
 from dask import delayed
 
-from ._tensors import _block_rows, _gram_block, _prod
-from ._validation import check_magnitude
+from .._validation import check_magnitude
+from .implicit import _block_rows, _gram_block, _prod
 
 #: Partial results merged per task of the tree reductions.
 SPLIT_EVERY = 8

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._sparse_moments import _prod, _sparse_forms, _sparse_moment, sparse_moment_cost
-from ._tensors import _block_rows
+from .implicit import _block_rows
+from .sparse import _prod, _sparse_forms, _sparse_moment, sparse_moment_cost
 
 if TYPE_CHECKING:
-    from ._tensors import WhitenedView
+    from .implicit import WhitenedView
 
 __all__ = ["dense_moment", "dense_mttkrp", "tensorly_mttkrp"]
 

@@ -42,7 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 from dask import delayed
 
-from ._dask_chunks import (
+from .dask_chunks import (
     SPLIT_EVERY,
     _blocks,
     _chunk_call,
@@ -59,14 +59,14 @@ from ._dask_chunks import (
     _tree_sum,
     view_statistics,
 )
-from ._engine import MomentEngine, fit_ranks
-from ._linalg import inv_sqrt_psd, svd
-from ._tensors import (
+from .engine import MomentEngine, fit_ranks
+from .implicit import (
     _prod,
     _unfolding_plan,
     mode_gram_costs,
     norm_costs,
 )
+from .linalg import inv_sqrt_psd, svd
 
 __all__ = [
     "DaskEngine",
@@ -440,9 +440,9 @@ def tcca_path(
     :class:`DaskEngine`, whose statistics (||M||^2, the HOSVD's mode Grams) are
     shared by the ranks. The returned dicts have the in-memory keys, numpy values.
     """
-    from . import _als
-    from ._tcca import max_cp_rank
-    from ._validation import check_n_components
+    from .._tcca import max_cp_rank
+    from .._validation import check_n_components
+    from . import als as _als
 
     if algorithm not in ("auto", "implicit"):
         raise ValueError(
