@@ -254,7 +254,7 @@ def fetch_raw_files(
         for m, p in got.items():
             found[wanted[m]] = p
 
-    with file_lock(raw_dir):
+    with file_lock(raw_dir, progress=PROGRESS_STREAM):
         _remove_leftovers(raw_dir, [*by_name, *(a.name for a in archives)])
         for f in files:
             path = raw_dir / f.name
@@ -320,6 +320,7 @@ def fetch_raw_files(
                             retries=retries,
                             size=arch.size,
                             urlopen=urlopen,
+                            progress=PROGRESS_STREAM,
                         )
                     except DownloadError as exc:
                         errors.append(str(exc))
@@ -344,6 +345,7 @@ def fetch_raw_files(
                             retries=retries,
                             size=f.size,
                             urlopen=urlopen,
+                            progress=PROGRESS_STREAM,
                         )
                         break
                     except DownloadError as exc:
