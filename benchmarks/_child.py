@@ -93,7 +93,7 @@ def sweep_flops(engine: str, case, views_nnz) -> float:
         return m * 2.0 * r * P  # one unfolding x Khatri-Rao GEMM per mode
     # implicit: per view, the projection Y_p U_p and Y_p^T H, each 2 N d_p r flops
     # for dense Y; 2 nnz_p r + 2 d_p^2 r for views kept sparse (X (W U), W^T X^T H)
-    from tcca_core.solver.implicit import _dense_pays
+    from tcca_core.solver.views import _dense_pays
 
     total = 0.0
     for d, nnz in zip(dims, views_nnz, strict=True):

@@ -62,21 +62,21 @@ class _Engine(Exception):
 
 def engine_of(kind: str, params: dict, views, rank: int):
     """The estimator's MomentEngine for these views, before any ALS."""
-    from tcca_core import KTCCA, TCCA, _ktcca, _tcca
+    from tcca_core import KTCCA, TCCA
     from tcca_core.solver import engine as _engine
 
     def grab(engine, *args, **kwargs):
         raise _Engine(engine)
 
-    saved = (_tcca.fit_ranks, _ktcca.fit_ranks)
-    _tcca.fit_ranks = _ktcca.fit_ranks = grab
+    saved = _engine.MomentEngine.path
+    _engine.MomentEngine.path = grab
     try:
         est = (TCCA if kind == "tcca" else KTCCA)(rank, **params)
         est.fit(views)
     except _Engine as got:
         return got.args[0]
     finally:
-        _tcca.fit_ranks, _ktcca.fit_ranks = saved
+        _engine.MomentEngine.path = saved
     raise RuntimeError(f"no engine from {_engine.__name__}")
 
 

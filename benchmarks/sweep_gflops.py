@@ -2,7 +2,7 @@
 
 For each case (synthetic data with the paper's shapes, ``benchmarks/_cases.py``),
 whitened as :func:`tcca_core.tcca_path` does (column means, ``covariance``,
-``inv_sqrt_psd`` with eps = 1e-2, :class:`~tcca_core._tensors.WhitenedView`), this
+``inv_sqrt_psd`` with eps = 1e-2, :class:`~tcca_core.solver.views.WhitenedView`), this
 times, per rank:
 
 * **sweep**: one steady-state sweep of ``cp_als`` on the implicit engine
@@ -87,9 +87,12 @@ def _case(name: str) -> Case:
 
 
 def load_library(rev: str | None):
-    """The modules ``(als, implicit, engine, linalg)`` of ``solver`` of ``tcca_core``, or of a
-    copy of ``src/tcca_core`` at git revision ``rev`` (imported as
-    ``tcca_core_baseline``)."""
+    """Return the solver modules ``(als, implicit, engine, linalg)``.
+
+    Of ``tcca_core``, or of a copy of ``src/tcca_core`` at git revision ``rev``
+    (imported as ``tcca_core_baseline``; before the solver package, its ``_als``,
+    ``_tensors``, ``_engine`` and ``_linalg``).
+    """
     name = "tcca_core"
     if rev is not None:
         tmp = Path(tempfile.mkdtemp(prefix="sweep_gflops_"))

@@ -25,7 +25,8 @@ distributed = pytest.importorskip("distributed")
 
 from tcca_core import KTCCA, TCCA, tcca_path  # noqa: E402
 from tcca_core.solver.engine import MomentEngine  # noqa: E402
-from tcca_core.solver.implicit import ImplicitMoment, WhitenedView  # noqa: E402
+from tcca_core.solver.implicit import ImplicitMoment  # noqa: E402
+from tcca_core.solver.views import WhitenedView  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RTOL = 1e-10

@@ -11,9 +11,11 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose
 
 from tcca_core import TCCA
-from tcca_core.solver.dense import dense_moment, dense_mttkrp, tensorly_mttkrp
-from tcca_core.solver.implicit import ImplicitMoment, WhitenedView, correlations
+from tcca_core.solver.dense import dense_moment, dense_mttkrp
+from tcca_core.solver.implicit import ImplicitMoment, correlations
 from tcca_core.solver.linalg import column_mean, covariance, inv_sqrt_psd
+from tcca_core.solver.tensorly import tensorly_mttkrp
+from tcca_core.solver.views import WhitenedView
 
 
 def _onehot(rng, N, d, npos):

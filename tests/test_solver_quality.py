@@ -384,7 +384,7 @@ def test_tcca_says_when_als_broke_down(rng, monkeypatch, caplog):
     assert_allclose(est.transform(views), clean.transform(views), rtol=0, atol=0)
     monkeypatch.setattr(als, "cp_als", cp_als_breaking)
     caplog.clear()
-    with caplog.at_level("INFO", logger="tcca_core._tensors"):
+    with caplog.at_level("INFO", logger="tcca_core.solver.engine"):
         with pytest.warns(ConvergenceWarning, match="broke down"):
             TCCA(init="hosvd", n_init=1, max_iter=30).fit_path(views, [2, 3])
     assert caplog.text.count("broke down") == 2
@@ -579,7 +579,7 @@ def _near_exact(rng, algorithm, noise):
     42 (sum over (i, j) of e_i o e_j o M[i, j, :]) with its last factor perturbed
     by ``noise`` (relative)."""
     from tcca_core.solver.engine import MomentEngine
-    from tcca_core.solver.implicit import WhitenedView
+    from tcca_core.solver.views import WhitenedView
 
     Y = [_whiten(X, 1e-2) for X in _planted(rng, N=600, dims=(7, 6, 5))]
     engine = MomentEngine([WhitenedView(y) for y in Y], algorithm)
@@ -678,7 +678,7 @@ def test_a_degenerate_fit_has_no_error_and_pays_for_no_direct_sum(rng, algorithm
     made."""
     from tcca_core.solver.als import DEGENERATE, cp_error
     from tcca_core.solver.engine import MomentEngine
-    from tcca_core.solver.implicit import WhitenedView
+    from tcca_core.solver.views import WhitenedView
 
     Y = [_whiten(X, 1e-2) for X in _planted(rng, N=600, dims=(7, 6, 5))]
     engine = MomentEngine([WhitenedView(y) for y in Y], algorithm)

@@ -221,7 +221,8 @@ def _path_fits(
 
 def run_tcca(data: Inputs, points) -> Iterator[Fit]:
     """TCCA (and TCCA on the uncentered views): the rank path per eps."""
-    from .._tcca import TCCA, max_cp_rank
+    from .._tcca import TCCA
+    from ..solver.params import max_cp_rank
 
     r_max, _ = max_cp_rank(data.n_fit, [X.shape[1] for X in data.views])
 

@@ -460,7 +460,7 @@ def cp_als(
     ||T - T_hat||^2, used where the Gram formula of the error would cancel
     (:func:`cancellation_limit`). The result's :attr:`CPResult.kept` is the iterate of
     lowest error. ``combine=False`` skips recording the line search's jumps as
-    combinations of the iterates (:func:`._tensors.record_combination`), for an
+    combinations of the iterates (:func:`.implicit.record_combination`), for an
     engine that cannot use them (a dense tensor).
     """
     from .implicit import record_combination

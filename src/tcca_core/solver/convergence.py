@@ -1,7 +1,7 @@
 """What a fit says when ALS stops short: the ConvergenceWarning and its wording.
 
 A fit that ran out of sweeps, broke down (its error rose above its lowest, see
-:func:`._als.broke_down`) or diverged warns, saying how far the error still moved
+:func:`.als.broke_down`) or diverged warns, saying how far the error still moved
 so that a user can judge whether more sweeps matter; an ``eps`` that swamps the
 views' covariances is named first, since no number of sweeps helps there.
 """

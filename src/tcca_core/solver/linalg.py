@@ -190,4 +190,5 @@ class LinearProjectionMixin:
         return Z if per_view else np.hstack(Z)
 
     def fit_transform(self, views, y=None, per_view: bool = False):
+        """Fit, then transform the same views."""
         return self.fit(views).transform(views, per_view=per_view)
