@@ -263,6 +263,21 @@ def test_transform_is_lazy(client):
         Z.compute()
 
 
+@pytest.mark.parametrize("scale, eps", [(1e-8, 1e-2), (1.0, 1e12)])
+def test_an_eps_that_swamps_the_covariance_is_named_on_dask(client, scale, eps):
+    """On Dask views too, an eps far above the variances is named, and by how
+    much (the rank path of Dask views is the in-memory one)."""
+    views = [scale * X for X in planted(n=1000)]
+    top = min(np.linalg.eigvalsh(np.cov(X.T, bias=True))[-1] for X in views)
+    with pytest.warns(UserWarning, match="swamps the data's covariance") as caught:
+        TCCA(2, eps=eps, random_state=0).fit(to_dask(views))
+    said = [str(w.message) for w in caught if "swamps" in str(w.message)]
+    assert f"{eps / top:.2g} times the largest variance" in " ".join(said)
+    with pytest.warns(UserWarning, match="swamps") as in_memory:
+        TCCA(2, eps=eps, random_state=0, algorithm="implicit").fit(views)
+    assert said == [str(w.message) for w in in_memory if "swamps" in str(w.message)]
+
+
 def test_ktcca_refuses_dask_views(client):
     dv = to_dask(planted(n=600), chunks=200)
     with pytest.raises(ValueError, match=r"N x N kernel.*TCCA"):
