@@ -113,6 +113,8 @@ def ktcca_path(views, ranks, *, warm_start: bool = False, **params) -> list[dict
     (L_p^(-1) B_p), ``weights``, ``correlations``, ``n_iter``, ``converged``,
     ``errors``, ``engine``, ``init``, ``start_errors`` and ``fit_seconds``.
     """
+    if "n_components" in params:
+        raise TypeError("ktcca_path takes the ranks, not n_components")
     return KTCCA(**params)._path(views, ranks, warm_start)
 
 

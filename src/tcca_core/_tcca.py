@@ -42,6 +42,8 @@ def tcca_path(views, ranks, *, warm_start: bool = False, **params) -> list[dict]
 
     Returns one dict per rank (in the order of ``ranks``), as :func:`tcca`.
     """
+    if "n_components" in params:
+        raise TypeError("tcca_path takes the ranks, not n_components")
     return TCCA(**params)._path(views, ranks, warm_start)
 
 

@@ -83,7 +83,7 @@ def _covariance_rank(C: np.ndarray, scale: float | None = None) -> int:
     ``scale`` is the size of the raw second moments the covariance was computed
     from (mean^2 + variance): centering a constant column whose mean is not exactly
     representable leaves ~1e-33 of rounding in C, which a tolerance relative to C
-    itself would count as a direction (:func:`tcca_core._linalg.numerical_rank`).
+    itself would count as a direction (:func:`tcca_core.solver.linalg.numerical_rank`).
     """
     return numerical_rank(np.linalg.eigvalsh(C), scale=scale)
 

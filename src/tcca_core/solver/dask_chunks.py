@@ -1,4 +1,4 @@
-"""The per-chunk work of the Dask engine (:mod:`._dask`): kernels and tree sums.
+"""The per-chunk work of the Dask engine (:mod:`.dask`): kernels and tree sums.
 
 Each pass over Dask views is one task per row chunk, which calls one of the
 ``_chunk_*`` kernels below on chunk k of every view (read inside the task when the
