@@ -61,9 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-# _replace_entry, _makedirs and _write_error: nuswide.py and _base.py import them here
 from ._archive import (
-    _replace_entry,  # noqa: F401
     check_archive_members,
     extract_members,
     safe_extract_all,
@@ -78,9 +76,7 @@ from ._errors import (
     WriteError,
 )
 from ._files import (
-    _makedirs,  # noqa: F401
     _unlink_quietly,
-    _write_error,  # noqa: F401
     copy_verified,
     looks_like_html,
     sha256_file,

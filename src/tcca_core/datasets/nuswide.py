@@ -69,18 +69,17 @@ from pathlib import Path
 import numpy as np
 
 from . import _download
+from ._archive import _replace_entry
 from ._base import Dataset, DatasetSpec, Prepared
 from ._download import (
     DataUnavailableError,
     DownloadError,
     UnsafeArchiveError,
-    _makedirs,
-    _replace_entry,
-    _write_error,
     download,
     file_lock,
     safe_extract_all,
 )
+from ._files import _makedirs, _write_error
 
 logger = logging.getLogger(__name__)
 

@@ -299,7 +299,8 @@ def _spectral_r_max(data, gp: dict, seed) -> int:
     per-view PCA patterns (<= sum_p min(100, d_p)); graph eigenvectors are only
     limited by N - 1 (baselines.md section 0).
     """
-    from ..baselines._dse import ConsensusBasis, view_patterns
+    from ..baselines._consensus import ConsensusBasis
+    from ..baselines._dse import view_patterns
 
     N = data[0].shape[0]
     if gp.get("view_embedding", "pca") != "pca":
