@@ -78,7 +78,7 @@ CASES = {
     },
 }
 #: A rise of the error above its running minimum by less than this (relative) is
-#: rounding (tcca_core._als.ROUNDING).
+#: rounding (tcca_core.solver.als.ROUNDING).
 ROUNDING = 1e-10
 
 
