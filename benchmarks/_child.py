@@ -93,7 +93,7 @@ def sweep_flops(engine: str, case, views_nnz) -> float:
         return m * 2.0 * r * P  # one unfolding x Khatri-Rao GEMM per mode
     # implicit: per view, the projection Y_p U_p and Y_p^T H, each 2 N d_p r flops
     # for dense Y; 2 nnz_p r + 2 d_p^2 r for views kept sparse (X (W U), W^T X^T H)
-    from tcca_core._tensors import _dense_pays
+    from tcca_core.solver.views import _dense_pays
 
     total = 0.0
     for d, nnz in zip(dims, views_nnz, strict=True):
@@ -153,9 +153,9 @@ def run(case_name: str, engine: str, seed: int, eps: float, init: str = "") -> d
                 random_state=seed,
             )
     else:
-        import tcca_core._als as als
-        import tcca_core._dense as D
-        import tcca_core._tensors as T
+        import tcca_core.solver.als as als
+        import tcca_core.solver.dense as D
+        import tcca_core.solver.implicit as T
         from tcca_core import KTCCA, TCCA
 
         cp_als = als.cp_als

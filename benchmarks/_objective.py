@@ -88,8 +88,9 @@ def ktcca_objective(kernels, duals, eps, jitter=1e-10, norm_sq=None):
 
 def tcca_norm_sq(views, eps) -> float:
     """||M||^2 of our whitened covariance tensor, by the cheapest exact route."""
-    from tcca_core._linalg import column_mean, covariance, inv_sqrt_psd
-    from tcca_core._tensors import ImplicitMoment, WhitenedView
+    from tcca_core.solver.implicit import ImplicitMoment
+    from tcca_core.solver.linalg import column_mean, covariance, inv_sqrt_psd
+    from tcca_core.solver.views import WhitenedView
 
     wv = []
     for X in views:
@@ -101,7 +102,8 @@ def tcca_norm_sq(views, eps) -> float:
 def ktcca_norm_sq(kernels, eps, jitter=1e-10) -> float:
     """||S||^2 of our KTCCA tensor for centred kernels."""
     from tcca_core._ktcca import kernel_whitening
-    from tcca_core._tensors import ImplicitMoment, WhitenedView
+    from tcca_core.solver.implicit import ImplicitMoment
+    from tcca_core.solver.views import WhitenedView
 
     wv = [WhitenedView(kernel_whitening(K, eps, jitter)[1]) for K in kernels]
     return ImplicitMoment(wv).norm_sq()

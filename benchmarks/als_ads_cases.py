@@ -78,7 +78,7 @@ CASES = {
     },
 }
 #: A rise of the error above its running minimum by less than this (relative) is
-#: rounding (tcca_core._als.ROUNDING).
+#: rounding (tcca_core.solver.als.ROUNDING).
 ROUNDING = 1e-10
 
 
@@ -158,7 +158,7 @@ class Tracer:
         self.chains = {}  # id(result) -> (result, trace); holds the result alive
 
     def __enter__(self):
-        from tcca_core import _als
+        from tcca_core.solver import als as _als
 
         self._als, self._orig = _als, _als.cp_als
         orig, chains = self._orig, self.chains

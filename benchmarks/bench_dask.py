@@ -40,7 +40,7 @@ import numpy as np
 from distributed import Client, LocalCluster
 
 from tcca_core import TCCA
-from tcca_core import _dask as tdask
+from tcca_core.solver import dask as tdask
 
 
 def _proc_io() -> int:

@@ -90,8 +90,8 @@ def auto_pick(case) -> str:
     import scipy.sparse as sp
     from _cases import make_views
 
-    from tcca_core._engine import choose_engine
-    from tcca_core._tensors import SPARSE_DENSITY
+    from tcca_core.solver.engine import choose_engine
+    from tcca_core.solver.views import SPARSE_DENSITY
 
     if case.kind == "ktcca":
         return choose_engine(case.N, [case.N] * len(case.dims), case.r, "auto")
@@ -118,7 +118,7 @@ def predicted_refusal(case, engine, args) -> str | None:
     import numpy as np
 
     if engine in ("dense", "tensorly"):
-        from tcca_core._tensors import DENSE_MAX_BYTES
+        from tcca_core.solver.dense import DENSE_MAX_BYTES
 
         dims = case.dims if case.kind == "tcca" else [case.N] * len(case.dims)
         gib = 8.0 * float(np.prod(np.asarray(dims, dtype=float))) / 1024**3

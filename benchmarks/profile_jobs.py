@@ -4,7 +4,7 @@ Runs fit jobs of the grid (``config/config.yaml`` by default) exactly as the
 pipeline does (:func:`tcca_core.pipeline.run_fit_job`, its splits drawn by
 :func:`tcca_core.pipeline.draw_splits` into a temporary folder, no shared fit
 cache), and records every rank-``r`` CP decomposition of the moment tensor
-(:meth:`tcca_core._engine.MomentEngine.decompose`): the starts raced, the seconds
+(:meth:`tcca_core.solver.engine.MomentEngine.decompose`): the starts raced, the seconds
 spent making the starts, racing them (successive halving, until one is left) and
 running the survivor to the stopping rule, the sweeps of all starts together, and
 how the survivor stopped (``tol``: the stopping rule; ``max_iter``; ``diverged``)
@@ -74,14 +74,14 @@ class Recorder:
         self.eps = None
 
     def install(self):
-        from tcca_core import _engine
+        from tcca_core.solver import engine as _engine
 
         original = _engine.MomentEngine.decompose
         recorder = self
 
-        def decompose(engine, rank, **kw):
+        def decompose(engine, rank, *args, **kw):
             t = time.perf_counter()
-            weights, factors, info = original(engine, rank, **kw)
+            weights, factors, info = original(engine, rank, *args, **kw)
             prof = dict(info.get("profile", {}))
             recorder.calls.append(
                 {

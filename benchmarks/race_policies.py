@@ -62,20 +62,21 @@ class _Engine(Exception):
 
 def engine_of(kind: str, params: dict, views, rank: int):
     """The estimator's MomentEngine for these views, before any ALS."""
-    from tcca_core import KTCCA, TCCA, _engine, _ktcca, _tcca
+    from tcca_core import KTCCA, TCCA
+    from tcca_core.solver import engine as _engine
 
     def grab(engine, *args, **kwargs):
         raise _Engine(engine)
 
-    saved = (_tcca.fit_ranks, _ktcca.fit_ranks)
-    _tcca.fit_ranks = _ktcca.fit_ranks = grab
+    saved = _engine.MomentEngine.path
+    _engine.MomentEngine.path = grab
     try:
         est = (TCCA if kind == "tcca" else KTCCA)(rank, **params)
         est.fit(views)
     except _Engine as got:
         return got.args[0]
     finally:
-        _tcca.fit_ranks, _ktcca.fit_ranks = saved
+        _engine.MomentEngine.path = saved
     raise RuntimeError(f"no engine from {_engine.__name__}")
 
 
@@ -94,7 +95,7 @@ def load_views(which, root: str):
 
 
 def trajectories(root: str, names) -> dict:
-    from tcca_core._als import cp_als, init_factors
+    from tcca_core.solver.als import cp_als, init_factors
 
     out = {}
     for name in names:
@@ -148,7 +149,7 @@ def replay(runs, first: int, keep: float):
 
 
 def table(data: dict) -> None:
-    from tcca_core._engine import RACE_FINALISTS, RACE_HEAT
+    from tcca_core.solver.engine import RACE_FINALISTS, RACE_HEAT
 
     print(
         "| case (r) | engine | HOSVD start: sweeps | its gap (%) | old race: cost "

@@ -139,7 +139,8 @@ def starts():
 def run_case(name, kind, views, ranks, extra):
     from sklearn.exceptions import ConvergenceWarning
 
-    from tcca_core import KTCCA, TCCA, _als
+    from tcca_core import KTCCA, TCCA
+    from tcca_core.solver import als as _als
 
     cls = TCCA if kind == "tcca" else KTCCA
     rows = []
@@ -257,7 +258,7 @@ def count_cancellations() -> dict:
     nor the degenerate stop engaged."""
     import numpy as np
 
-    from tcca_core import _als
+    from tcca_core.solver import als as _als
 
     counts = {"evaluations": 0, "direct": 0, "unresolved": 0}
     error = _als._error

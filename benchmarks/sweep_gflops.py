@@ -2,7 +2,7 @@
 
 For each case (synthetic data with the paper's shapes, ``benchmarks/_cases.py``),
 whitened as :func:`tcca_core.tcca_path` does (column means, ``covariance``,
-``inv_sqrt_psd`` with eps = 1e-2, :class:`~tcca_core._tensors.WhitenedView`), this
+``inv_sqrt_psd`` with eps = 1e-2, :class:`~tcca_core.solver.views.WhitenedView`), this
 times, per rank:
 
 * **sweep**: one steady-state sweep of ``cp_als`` on the implicit engine
@@ -43,7 +43,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"  # before numpy loads
 
 import argparse  # noqa: E402
-import importlib  # noqa: E402
+import importlib.util  # noqa: E402
 import io  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
@@ -87,9 +87,12 @@ def _case(name: str) -> Case:
 
 
 def load_library(rev: str | None):
-    """The modules ``(_als, _tensors, _engine, _linalg)`` of ``tcca_core``, or of a
-    copy of ``src/tcca_core`` at git revision ``rev`` (imported as
-    ``tcca_core_baseline``)."""
+    """Return the solver modules ``(als, implicit, engine, linalg)``.
+
+    Of ``tcca_core``, or of a copy of ``src/tcca_core`` at git revision ``rev``
+    (imported as ``tcca_core_baseline``; before the solver package, its ``_als``,
+    ``_tensors``, ``_engine`` and ``_linalg``).
+    """
     name = "tcca_core"
     if rev is not None:
         tmp = Path(tempfile.mkdtemp(prefix="sweep_gflops_"))
@@ -103,10 +106,10 @@ def load_library(rev: str | None):
         name = "tcca_core_baseline"
         (tmp / "src" / "tcca_core").rename(tmp / name)
         sys.path.insert(0, str(tmp))
-    return tuple(
-        importlib.import_module(f"{name}.{mod}")
-        for mod in ("_als", "_tensors", "_engine", "_linalg")
-    )
+    mods = ("solver.als", "solver.implicit", "solver.engine", "solver.linalg")
+    if importlib.util.find_spec(f"{name}.solver") is None:  # before the solver package
+        mods = ("_als", "_tensors", "_engine", "_linalg")
+    return tuple(importlib.import_module(f"{name}.{mod}") for mod in mods)
 
 
 def whiten(lib, Xs):

@@ -38,6 +38,7 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+import dataclasses  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
@@ -50,7 +51,7 @@ def run(views, eps: float, ranks, variant: str, method: str = "tcca") -> dict:
     from sklearn.exceptions import ConvergenceWarning
 
     from tcca_core import KTCCA, TCCA
-    from tcca_core._engine import MomentEngine
+    from tcca_core.solver.engine import MomentEngine
 
     kind, _, cap = variant.partition(":")
     if kind not in ("cold", "warm", "lean"):
@@ -60,10 +61,10 @@ def run(views, eps: float, ranks, variant: str, method: str = "tcca") -> dict:
     est = cls(eps=eps, random_state=0, **({"max_iter": int(cap)} if cap else {}))
     decompose = MomentEngine.decompose
 
-    def lean(engine, rank, **kw):
+    def lean(engine, rank, params, **kw):
         if kw.get("extra_starts"):  # a warm rank: the exact start and the warm one
-            kw["n_init"] = 1
-        return decompose(engine, rank, **kw)
+            params = dataclasses.replace(params, n_init=1)
+        return decompose(engine, rank, params, **kw)
 
     t0 = time.perf_counter()
     try:

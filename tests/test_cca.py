@@ -287,7 +287,7 @@ def test_svd_falls_back_to_gesvd(monkeypatch):
         calls.append(A.shape)
         return np.zeros((0, 0)), np.zeros(0), np.zeros((0, 0)), 1
 
-    import tcca_core._linalg as linalg
+    import tcca_core.solver.linalg as linalg
 
     monkeypatch.setattr(np.linalg, "svd", fails)
     monkeypatch.setattr(linalg, "_gesdd", direct_fails)  # small matrices' route

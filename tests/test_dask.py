@@ -24,8 +24,9 @@ da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
 from tcca_core import KTCCA, TCCA, tcca_path  # noqa: E402
-from tcca_core._engine import MomentEngine  # noqa: E402
-from tcca_core._tensors import ImplicitMoment, WhitenedView  # noqa: E402
+from tcca_core.solver.engine import MomentEngine  # noqa: E402
+from tcca_core.solver.implicit import ImplicitMoment  # noqa: E402
+from tcca_core.solver.views import WhitenedView  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RTOL = 1e-10
@@ -111,8 +112,8 @@ def test_large_mean_and_uneven_chunks(client):
     # a mean 1e3 times the spread: the covariance is merged from centered chunks
     # (Chan et al.), so it matches the in-memory two-pass covariance to rounding,
     # where X^T X / N - mean mean^T would lose six digits
-    from tcca_core._dask import as_dask_views, view_statistics
-    from tcca_core._linalg import covariance
+    from tcca_core.solver.dask import as_dask_views, view_statistics
+    from tcca_core.solver.linalg import covariance
 
     views = planted(n=1500, mean=1e3, seed=3)
     dv = [da.from_array(X, chunks=((100, 700, 1, 699), -1)) for X in views]
@@ -166,7 +167,7 @@ def test_fit_path_shares_the_engine(client):
 
 
 def test_norm_grams_and_residual_match_in_memory(client):
-    from tcca_core._dask import DaskEngine, DaskView
+    from tcca_core.solver.dask import DaskEngine, DaskView
 
     views = planted(n=900, dims=(4, 5, 3), seed=4)
     rng = np.random.default_rng(0)
@@ -196,7 +197,7 @@ def test_chunks_read_inside_the_task(client, tmp_path):
     # of every view (no read tasks scattered over the workers); persisted views
     # are the tasks' dependencies. Both give the in-memory fit.
     zarr = pytest.importorskip("zarr")  # noqa: F841
-    from tcca_core._dask import DaskMoment, DaskView
+    from tcca_core.solver.dask import DaskMoment, DaskView
 
     views = planted(n=1200, seed=5)
     for p, X in enumerate(views):
@@ -262,6 +263,21 @@ def test_transform_is_lazy(client):
         Z.compute()
 
 
+@pytest.mark.parametrize("scale, eps", [(1e-8, 1e-2), (1.0, 1e12)])
+def test_an_eps_that_swamps_the_covariance_is_named_on_dask(client, scale, eps):
+    """On Dask views too, an eps far above the variances is named, and by how
+    much (the rank path of Dask views is the in-memory one)."""
+    views = [scale * X for X in planted(n=1000)]
+    top = min(np.linalg.eigvalsh(np.cov(X.T, bias=True))[-1] for X in views)
+    with pytest.warns(UserWarning, match="swamps the data's covariance") as caught:
+        TCCA(2, eps=eps, random_state=0).fit(to_dask(views))
+    said = [str(w.message) for w in caught if "swamps" in str(w.message)]
+    assert f"{eps / top:.2g} times the largest variance" in " ".join(said)
+    with pytest.warns(UserWarning, match="swamps") as in_memory:
+        TCCA(2, eps=eps, random_state=0, algorithm="implicit").fit(views)
+    assert said == [str(w.message) for w in in_memory if "swamps" in str(w.message)]
+
+
 def test_ktcca_refuses_dask_views(client):
     dv = to_dask(planted(n=600), chunks=200)
     with pytest.raises(ValueError, match=r"N x N kernel.*TCCA"):
@@ -272,7 +288,7 @@ def test_tcca_core_does_not_import_dask():
     code = (
         "import sys, numpy as np\n"
         "from tcca_core import TCCA\n"
-        "import tcca_core._tcca, tcca_core._ktcca, tcca_core._tensors\n"
+        "import tcca_core._tcca, tcca_core._ktcca, tcca_core.solver.implicit\n"
         "rng = np.random.default_rng(0)\n"
         "TCCA(1).fit([rng.standard_normal((50, d)) for d in (2, 3, 4)])\n"
         "assert not [m for m in sys.modules if m.split('.')[0] in "

@@ -17,7 +17,7 @@ import pytest
 
 from _http import serve
 from tcca_core import datasets
-from tcca_core.datasets import _download, _network, mfeat, secstr
+from tcca_core.datasets import _network, mfeat, secstr
 from tcca_core.datasets._download import (
     Archive,
     ChecksumError,
@@ -113,7 +113,7 @@ def test_download_ok(server, tmp_path):
     assert not (tmp_path / "a.bin.part").exists()
 
 
-def test_download_shows_a_progress_bar_on_a_terminal(server, tmp_path, monkeypatch):
+def test_download_shows_a_progress_bar_on_a_terminal(server, tmp_path):
     """tqdm draws the bar when its stream is a terminal, and nothing otherwise."""
 
     class Terminal(io.StringIO):
@@ -122,12 +122,10 @@ def test_download_shows_a_progress_bar_on_a_terminal(server, tmp_path, monkeypat
 
     server.files["/big.bin"] = b"x" * (3 << 20)
     term = Terminal()
-    monkeypatch.setattr(_download, "PROGRESS_STREAM", term)
-    download(server.url + "/big.bin", tmp_path / "big.bin")
+    download(server.url + "/big.bin", tmp_path / "big.bin", progress=term)
     assert "big.bin: 100%" in term.getvalue() and "3.00M/3.00M" in term.getvalue()
     log = io.StringIO()  # not a terminal: no bar
-    monkeypatch.setattr(_download, "PROGRESS_STREAM", log)
-    download(server.url + "/big.bin", tmp_path / "again.bin")
+    download(server.url + "/big.bin", tmp_path / "again.bin", progress=log)
     assert log.getvalue() == ""
 
 

@@ -11,9 +11,11 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose
 
 from tcca_core import TCCA
-from tcca_core._dense import dense_moment, dense_mttkrp, tensorly_mttkrp
-from tcca_core._linalg import column_mean, covariance, inv_sqrt_psd
-from tcca_core._tensors import ImplicitMoment, WhitenedView, correlations
+from tcca_core.solver.dense import dense_moment, dense_mttkrp
+from tcca_core.solver.implicit import ImplicitMoment, correlations
+from tcca_core.solver.linalg import column_mean, covariance, inv_sqrt_psd
+from tcca_core.solver.tensorly import tensorly_mttkrp
+from tcca_core.solver.views import WhitenedView
 
 
 def _onehot(rng, N, d, npos):
@@ -112,7 +114,7 @@ def test_engines_agree_on_onehot_dense_input(rng):
 
 @pytest.mark.parametrize("m", [2, 3, 4])
 def test_mode_grams_without_the_tensor(rng, m):
-    from tcca_core._engine import MomentEngine
+    from tcca_core.solver.engine import MomentEngine
 
     dims = [7, 5, 6, 4][:m]
     views = _whitened([rng.standard_normal((90, d)) for d in dims])
@@ -146,7 +148,7 @@ def test_hosvd_init_is_engine_independent(rng):
 
 
 def test_raw_moment_routes(rng):
-    from tcca_core._sparse_moments import _raw_moment
+    from tcca_core.solver.sparse import _raw_moment
 
     onehot = [
         sp.csr_matrix(_onehot(rng, 500, d, k)) for d, k in ((12, 2), (9, 3), (8, 1))
@@ -167,7 +169,7 @@ def test_raw_moment_routes(rng):
 
 
 def test_engine_correlations_from_the_tensor(rng):
-    from tcca_core._engine import MomentEngine
+    from tcca_core.solver.engine import MomentEngine
 
     views = _whitened([rng.standard_normal((150, d)) for d in (5, 6, 7)])
     U = [rng.standard_normal((v.d, 4)) for v in views]

@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 from tcca_core import reporting
 from tcca_core.paper import PAPER_TABLES
 from tcca_core.protocol import RESULT_COLUMNS
+from tcca_core.reporting.figures import _style
 
 
 def _row(setting, method, split, r, test, *, fit_s=1.0, peak=10.0, shared=False):
@@ -188,7 +189,7 @@ def test_the_papers_value_is_drawn_with_two_std():
         # TCCA's mark has TCCA's colour
         tcca = table["tcca"][0]
         colour = next(c for _, y, _, c in marks if abs(y - tcca) < 1e-9)
-        assert colour == reporting._style("tcca")[0]
+        assert colour == _style("tcca")[0]
     # same method, same slot in every panel (the x axes are shared)
     xs = [sorted(x for x, *_ in _paper_marks(ax)) for ax in _panels(fig)]
     assert xs[0] == xs[1]

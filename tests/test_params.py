@@ -77,3 +77,24 @@ def test_constraint_objects():
     ]:
         with pytest.raises(ValueError, match=msg.replace("(", r"\(")):
             validate_params(bad, c)
+
+
+@pytest.mark.parametrize("cls", [TCCA, KTCCA], ids=lambda c: c.__name__)
+def test_the_solver_options_are_the_estimators(cls):
+    """Each field of SolverParams is a parameter of TCCA and KTCCA, with the same
+    default, and what the estimator's fit hands down is that one value."""
+    import inspect
+    from dataclasses import fields
+
+    from tcca_core.solver.params import SolverParams
+
+    signature = inspect.signature(cls.__init__).parameters
+    for f in fields(SolverParams):
+        assert f.name in signature, f"{cls.__name__} lacks the solver option {f.name}"
+        assert signature[f.name].default == f.default, f.name
+        assert cls._parameter_constraints[f.name] == f.metadata["constraints"]
+    assert SolverParams.of(cls()) == SolverParams()
+    got = SolverParams.of(cls(eps=np.float32(0.5), max_iter=np.int64(7), n_init=3))
+    assert (type(got.eps), type(got.max_iter), got.n_init) == (float, int, 3)
+    with pytest.raises(ValueError, match=r"^tol must be .*, got -1"):
+        SolverParams.of(cls(tol=-1))

@@ -231,7 +231,7 @@ def test_fit_job_log_shows_the_solvers_progress_per_rank(where, tmp_path):
         root.setLevel(level)
         logging.captureWarnings(False)
     log = (tmp_path / "fit.log").read_text()
-    assert "tcca_core._tensors: rank 2 (1/2):" in log and "rank 4 (2/2):" in log
+    assert "tcca_core.solver.engine: rank 2 (1/2):" in log and "rank 4 (2/2):" in log
     assert "ALS sweeps" in log
 
 

@@ -157,11 +157,11 @@ def test_views_are_resolved_once(tmp_path):
 
 
 def test_the_r_bound_is_tccas(monkeypatch):
-    """The configuration's r bound is _tcca.max_cp_rank, not a copy of its formula."""
-    from tcca_core import _tcca
+    """The configuration's r bound is TCCA's max_cp_rank, not a copy of its formula."""
+    from tcca_core.solver import params
 
     assert r_bound("mfeat", ["tcca"], views=["zer", "mor"])[0] == 6
-    monkeypatch.setattr(_tcca, "max_cp_rank", lambda n, dims: (3, "fake"))
+    monkeypatch.setattr(params, "max_cp_rank", lambda n, dims: (3, "fake"))
     assert r_bound("mfeat", ["tcca"], views=["zer", "mor"])[0] == 3
 
 

@@ -30,9 +30,9 @@ from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from tcca_core import KTCCA, TCCA
-from tcca_core._tcca import max_cp_rank
 from tcca_core.baselines import CCA, CCALS, DSE, KCCA, SSMVD
 from tcca_core.learners import KNN, RLS, KernelRLS
+from tcca_core.solver.params import max_cp_rank
 
 
 @pytest.fixture(autouse=True)

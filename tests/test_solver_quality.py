@@ -19,8 +19,8 @@ from numpy.testing import assert_allclose
 from sklearn.exceptions import ConvergenceWarning
 
 from tcca_core import KTCCA, TCCA
-from tcca_core._als import _remaining, broke_down, cp_als, init_factors
-from tcca_core._convergence import convergence_message
+from tcca_core.solver.als import _remaining, broke_down, cp_als, init_factors
+from tcca_core.solver.convergence import convergence_message
 
 
 def _whiten(X, eps):
@@ -202,7 +202,7 @@ def test_a_rank_path_computes_the_hosvd_once(rng, monkeypatch, algorithm):
     """The exact HOSVD's bases do not depend on the rank: a path eigendecomposes
     the mode Gram matrices once (issue #18: KTCCA on 2,000 samples spent half its
     time repeating them), and every rank still equals its standalone fit."""
-    import tcca_core._als as als
+    import tcca_core.solver.als as als
 
     calls = []
     real = als.hosvd_bases
@@ -358,7 +358,7 @@ def test_broke_down_tells_a_rise_from_rounding():
 def test_tcca_says_when_als_broke_down(rng, monkeypatch, caplog):
     """A fit whose error rose well above its lowest is not "converged", and says so;
     the path's log line says it too."""
-    import tcca_core._als as als
+    import tcca_core.solver.als as als
 
     real = als.cp_als
 
@@ -384,7 +384,7 @@ def test_tcca_says_when_als_broke_down(rng, monkeypatch, caplog):
     assert_allclose(est.transform(views), clean.transform(views), rtol=0, atol=0)
     monkeypatch.setattr(als, "cp_als", cp_als_breaking)
     caplog.clear()
-    with caplog.at_level("INFO", logger="tcca_core._tensors"):
+    with caplog.at_level("INFO", logger="tcca_core.solver.engine"):
         with pytest.warns(ConvergenceWarning, match="broke down"):
             TCCA(init="hosvd", n_init=1, max_iter=30).fit_path(views, [2, 3])
     assert caplog.text.count("broke down") == 2
@@ -410,7 +410,7 @@ def test_a_diverging_als_returns_a_finite_iterate(rng):
 
 
 def test_tcca_warns_when_als_diverges_and_stays_finite(rng, monkeypatch):
-    import tcca_core._als as als
+    import tcca_core.solver.als as als
 
     real = als.cp_als
 
@@ -451,7 +451,7 @@ def test_an_als_update_does_not_depend_on_column_scales(rng):
 
 def als_update(mttkrp, factors, p):
     """Mode p's least-squares update, through the solver's own solve."""
-    from tcca_core._als import _solve_normal
+    from tcca_core.solver.als import _solve_normal
 
     V = np.ones((factors[0].shape[1],) * 2)
     for q, U in enumerate(factors):
@@ -466,7 +466,7 @@ def test_an_als_update_is_the_least_squares_solution_at_any_scale(rng, spread):
     EQUILIBRATED of each other, scaled to unit diagonal past it) give the normal
     equations' solution B V^-1, checked against a Cholesky solve in extended
     precision of the symmetrically scaled system."""
-    from tcca_core._als import EQUILIBRATED, _solve_normal
+    from tcca_core.solver.als import EQUILIBRATED, _solve_normal
 
     r = 5
     A = rng.standard_normal((40, r))
@@ -488,7 +488,7 @@ def test_a_sketch_as_wide_as_every_mode_makes_no_power_iterations(rng, rank, swe
     sketch (rank + OVERSAMPLE columns) is narrower than some mode: one as wide
     spans each unfolding whole, so m MTTKRPs make the start (a small problem's
     race of ten starts paid 3 m each)."""
-    from tcca_core._als import OVERSAMPLE, init_factors
+    from tcca_core.solver.als import OVERSAMPLE, init_factors
 
     dims = (12, 10, 8)
     views = _planted(rng, N=600, dims=dims)
@@ -578,8 +578,8 @@ def _near_exact(rng, algorithm, noise):
     """The moment tensor M of planted views, its engine, and M's exact CP of rank
     42 (sum over (i, j) of e_i o e_j o M[i, j, :]) with its last factor perturbed
     by ``noise`` (relative)."""
-    from tcca_core._engine import MomentEngine
-    from tcca_core._tensors import WhitenedView
+    from tcca_core.solver.engine import MomentEngine
+    from tcca_core.solver.views import WhitenedView
 
     Y = [_whiten(X, 1e-2) for X in _planted(rng, N=600, dims=(7, 6, 5))]
     engine = MomentEngine([WhitenedView(y) for y in Y], algorithm)
@@ -596,7 +596,7 @@ def test_the_error_of_a_near_exact_fit_is_the_true_error(rng, algorithm):
     cancel to rounding noise (about 1e-8 of ||M||), far above the error itself; the
     reported error must be ||M - M_hat|| / ||M|| all the same, from the engine's
     direct sum."""
-    from tcca_core._als import cp_error
+    from tcca_core.solver.als import cp_error
 
     engine, M, factors = _near_exact(rng, algorithm, 1e-9)
     M_hat = np.einsum("ir,jr,kr->ijk", *factors)
@@ -624,7 +624,7 @@ def test_als_trusts_the_gram_formula_as_far_as_its_stopping_rule_needs(rng, algo
     about eight digits and the stopping rule needs six. There it makes no direct
     sum and still reports the true error to a hundredth of tol; a tighter tol gets
     the conservative limit back."""
-    from tcca_core._als import CANCELLATION, cancellation_limit, cp_error
+    from tcca_core.solver.als import CANCELLATION, cancellation_limit, cp_error
 
     engine, M, factors = _near_exact(rng, algorithm, 6e-4)
     M_hat = np.einsum("ir,jr,kr->ijk", *factors)
@@ -676,9 +676,9 @@ def test_a_degenerate_fit_has_no_error_and_pays_for_no_direct_sum(rng, algorithm
     sweep (30 s against 0.1 s on Ads). The error is unresolved (inf: cp_als keeps
     its best resolved iterate), never a wrong finite number, and no direct sum is
     made."""
-    from tcca_core._als import DEGENERATE, cp_error
-    from tcca_core._engine import MomentEngine
-    from tcca_core._tensors import WhitenedView
+    from tcca_core.solver.als import DEGENERATE, cp_error
+    from tcca_core.solver.engine import MomentEngine
+    from tcca_core.solver.views import WhitenedView
 
     Y = [_whiten(X, 1e-2) for X in _planted(rng, N=600, dims=(7, 6, 5))]
     engine = MomentEngine([WhitenedView(y) for y in Y], algorithm)
@@ -697,8 +697,8 @@ def test_an_error_the_gram_formula_cannot_resolve_is_no_number(rng):
     KTCCA with six views), cancelling components leave the Gram formula's rounding
     as large as the error: reported as inf (cp_als then keeps its best resolved
     iterate), never as a wrong finite error that a race or kept() would prefer."""
-    from tcca_core._als import cp_error
-    from tcca_core._dense import dense_mttkrp
+    from tcca_core.solver.als import cp_error
+    from tcca_core.solver.dense import dense_mttkrp
 
     Y = [_whiten(X, 1e-2) for X in _planted(rng, N=600, dims=(7, 6, 5))]
     M = np.einsum("ni,nj,nk->ijk", *Y) / len(Y[0])

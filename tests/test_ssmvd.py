@@ -289,7 +289,7 @@ def _matrix_with_condition(rng, K, r, cond, scale=1.0):
 def test_polar_factor_equals_the_svd_route(rng, K, r, cond, monkeypatch):
     """The Gram route (eigh of the r x r M^T M) gives the SVD's U V^T to 1e-10 on
     random and on nearly rank-deficient M; from cond(M) = 100 on it is not taken."""
-    import tcca_core._linalg as linalg
+    import tcca_core.solver.linalg as linalg
 
     svd_calls = []
     real_svd = np.linalg.svd

@@ -15,14 +15,14 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose
 
-from tcca_core import _als, _sparse_moments, _tensors
-from tcca_core._linalg import column_mean, covariance, inv_sqrt_psd
-from tcca_core._tensors import (
+from tcca_core.solver import als, implicit, sparse
+from tcca_core.solver.implicit import (
     ImplicitMoment,
-    WhitenedView,
     combination_of,
     record_combination,
 )
+from tcca_core.solver.linalg import column_mean, covariance, inv_sqrt_psd
+from tcca_core.solver.views import WhitenedView
 
 LETTERS = "abcdefgh"
 
@@ -83,7 +83,7 @@ def _check(op, M, factors, p):
 @pytest.fixture(autouse=True)
 def small_blocks(monkeypatch):
     # a few rows per block, the last one ragged: every block boundary is exercised
-    monkeypatch.setattr(_tensors, "_FUSED_BYTES", 8 * 3 * 37)
+    monkeypatch.setattr(implicit, "_FUSED_BYTES", 8 * 3 * 37)
 
 
 KINDS = [
@@ -151,15 +151,15 @@ def test_cp_als_with_line_search_matches_a_dense_reference():
 
     U0 = [rng.standard_normal((v.d, 4)) for v in views]
     kw = dict(max_iter=12, tol=0, linesearch=True)
-    fast = _als.cp_als(op.mttkrp, norm_sq, U0, **kw)
-    slow = _als.cp_als(reference, norm_sq, U0, **kw)
+    fast = als.cp_als(op.mttkrp, norm_sq, U0, **kw)
+    slow = als.cp_als(reference, norm_sq, U0, **kw)
     assert fast.n_jumps > 0 and fast.n_jumps < fast.n_iter - 1  # both branches ran
     assert fast.n_jumps == slow.n_jumps
     assert_allclose(fast.errors, slow.errors, rtol=1e-10)
     for a, b in zip(fast.factors, slow.factors, strict=True):
         assert_allclose(a, b, rtol=1e-8, atol=1e-10 * np.abs(b).max())
-    more = _als.cp_als(op.mttkrp, norm_sq, max_iter=16, tol=0, resume=fast)
-    ref = _als.cp_als(reference, norm_sq, max_iter=16, tol=0, resume=slow)
+    more = als.cp_als(op.mttkrp, norm_sq, max_iter=16, tol=0, resume=fast)
+    ref = als.cp_als(reference, norm_sq, max_iter=16, tol=0, resume=slow)
     assert_allclose(more.errors, ref.errors, rtol=1e-10)
 
 
@@ -185,10 +185,10 @@ def test_a_sweep_makes_each_projection_once(monkeypatch, kinds, per_sweep):
     views, _ = _whiten(_views(rng, (kinds,) * 3, N=300))
     op = ImplicitMoment(views)
     U0 = [rng.standard_normal((v.d, 3)) for v in views]
-    warm = _als.cp_als(op.mttkrp, 1.0, U0, max_iter=3, tol=0)
+    warm = als.cp_als(op.mttkrp, 1.0, U0, max_iter=3, tol=0)
     rows = _count_products(monkeypatch)
     seen = []
-    _als.cp_als(
+    als.cp_als(
         op.mttkrp,
         1.0,
         max_iter=warm.n_iter + 5,
@@ -205,18 +205,18 @@ def test_sparse_kernels_match_the_public_products(monkeypatch):
     X = sp.random(90, 13, density=0.3, format="csr", random_state=4)
     D, H = rng.standard_normal((13, 5)), rng.standard_normal((90, 5))
     fast_d, fast_t = np.ones((40, 5)), np.ones((13, 5))
-    _sparse_moments.csr_rows_dot_add(X, 20, 60, D, fast_d)
-    _sparse_moments.csr_rows_tdot_add(X, 20, 60, H[20:60], fast_t)
+    sparse.csr_rows_dot_add(X, 20, 60, D, fast_d)
+    sparse.csr_rows_tdot_add(X, 20, 60, H[20:60], fast_t)
     assert_allclose(fast_d, 1 + X[20:60] @ D, rtol=1e-14)
     assert_allclose(fast_t, 1 + X[20:60].T @ H[20:60], rtol=1e-14)
     # the kernels refuse what they would silently get wrong (a strided output)...
-    assert not _sparse_moments._raw_ok(X, D, np.ones((5, 40)).T)
+    assert not sparse._raw_ok(X, D, np.ones((5, 40)).T)
     # ... or cannot take (other dtypes), and the fallback gives the same numbers
-    assert not _sparse_moments._raw_ok(X.astype(np.float32), D)
-    monkeypatch.setattr(_sparse_moments, "_csr_matvecs", None)
+    assert not sparse._raw_ok(X.astype(np.float32), D)
+    monkeypatch.setattr(sparse, "_csr_matvecs", None)
     slow_d, slow_t = np.ones((40, 5)), np.ones((13, 5))
-    _sparse_moments.csr_rows_dot_add(X, 20, 60, D, slow_d)
-    _sparse_moments.csr_rows_tdot_add(X, 20, 60, H[20:60], slow_t)
+    sparse.csr_rows_dot_add(X, 20, 60, D, slow_d)
+    sparse.csr_rows_tdot_add(X, 20, 60, H[20:60], slow_t)
     assert_allclose(slow_d, fast_d, rtol=1e-14)
     assert_allclose(slow_t, fast_t, rtol=1e-14)
 
@@ -234,13 +234,13 @@ def test_combination_records_follow_the_arrays():
     key = id(c)
     del c
     gc.collect()
-    assert key not in _tensors._COMBINATIONS  # the record went with its array
+    assert key not in implicit._COMBINATIONS  # the record went with its array
 
 
 def test_tight_cache_budget_keeps_one_projection(monkeypatch):
     """Where two projections per mode would not fit, one is kept and the line
     search's jumps are projected afresh: the same numbers."""
-    monkeypatch.setattr(_tensors, "_CACHE_BYTES", 1)
+    monkeypatch.setattr(implicit, "_CACHE_BYTES", 1)
     rng = np.random.default_rng(8)
     views, Ys = _whiten(_views(rng, ("dense",) * 3))
     op, M = ImplicitMoment(views), _moment(Ys)

@@ -11,10 +11,10 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from tcca_core import TCCA, tcca
-from tcca_core._dense import dense_moment
-from tcca_core._engine import engine_costs
-from tcca_core._linalg import covariance, inv_sqrt_psd
-from tcca_core._tensors import WhitenedView
+from tcca_core.solver.dense import dense_moment
+from tcca_core.solver.engine import engine_costs
+from tcca_core.solver.linalg import covariance, inv_sqrt_psd
+from tcca_core.solver.views import WhitenedView
 
 
 @pytest.fixture
@@ -248,7 +248,7 @@ def test_auto_engine_follows_the_cost_model():
     nus = engine_costs(5597, [500, 144, 128], 50)
     assert secstr["dense"] < secstr["implicit"]
     assert nus["implicit"] < nus["dense"]
-    from tcca_core._engine import choose_engine
+    from tcca_core.solver.engine import choose_engine
 
     assert choose_engine(84_000, [105] * 3, 50, "auto") == "dense"
     assert choose_engine(5597, [500, 144, 128], 50, "auto") == "implicit"
@@ -260,14 +260,15 @@ def test_auto_engine_follows_the_cost_model():
 
 
 def test_implicit_engine_never_builds_the_tensor(rng, monkeypatch):
-    import tcca_core._dense as T
+    import tcca_core.solver.dense as T
+    import tcca_core.solver.tensorly as tensorly_route
 
     def forbidden(*a, **k):
         raise AssertionError("dense tensor built")
 
     monkeypatch.setattr(T, "dense_moment", forbidden)
     monkeypatch.setattr(T, "dense_mttkrp", forbidden)
-    monkeypatch.setattr(T, "tensorly_mttkrp", forbidden)
+    monkeypatch.setattr(tensorly_route, "tensorly_mttkrp", forbidden)
     views = _views(rng, (4, 5, 6, 7), N=100)
     est = TCCA(2, algorithm="implicit", random_state=0).fit(views)
     assert est.algorithm_ == "implicit"
@@ -393,7 +394,7 @@ def test_svd_that_does_not_converge_falls_back_to_gesvd(rng, dims, monkeypatch):
         calls.append(1)
         return np.zeros((0, 0)), np.zeros(0), np.zeros((0, 0)), 1
 
-    import tcca_core._linalg as linalg
+    import tcca_core.solver.linalg as linalg
 
     monkeypatch.setattr(np.linalg, "svd", fails)
     monkeypatch.setattr(linalg, "_gesdd", direct_fails)  # small matrices' route

@@ -304,7 +304,7 @@ def test_e2e_reproduction_report(e2e):
 def test_e2e_logs_and_benchmarks(e2e):
     log = (e2e / "logs/fit/nuswide/linear2/tcca/splitall.log").read_text()
     # the solver's progress per rank, for each eps and split
-    assert "tcca_core._tensors: rank 2 (1/2):" in log and "rank 4 (2/2):" in log
+    assert "tcca_core.solver.engine: rank 2 (1/2):" in log and "rank 4 (2/2):" in log
     status = json.loads((e2e / "results/data/nuswide.json").read_text())
     assert status["available"] is True
     bench = (

@@ -15,29 +15,31 @@ them and the training samples.
 from __future__ import annotations
 
 from collections.abc import Callable
-from time import perf_counter
 from typing import ClassVar
 
 import numpy as np
 import scipy.linalg as sla
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from ._convergence import warn_unconverged
-from ._engine import MomentEngine, fit_ranks
 from ._multiview import HighOrderCorrelationMixin
-from ._tcca import SOLVER_CONSTRAINTS, check_ranks, is_dask_views, max_cp_rank
-from ._tensors import WhitenedView
 from ._validation import (
     Interval,
     ParamsMixin,
-    check_n_components,
     check_varying,
     check_views,
     validate_params,
 )
 from .kernels import ViewKernel, center_cross_kernel, center_kernel
+from .solver.convergence import warn_unconverged
+from .solver.engine import MomentEngine
+from .solver.params import SOLVER_CONSTRAINTS, SolverParams, check_ranks, is_dask_views
+from .solver.path import rank_path
+from .solver.views import WhitenedView
 
 __all__ = ["KTCCA", "kernel_whitening", "ktcca_path"]
+
+#: KTCCA's own parameters, besides ``n_components`` and the solver's
+_KERNEL_PARAMS = ("kernel", "kernel_params", "center", "jitter")
 
 
 def _per_view(value, m: int, name: str) -> list:
@@ -88,7 +90,7 @@ def kernel_whitening(K: np.ndarray, eps: float, jitter: float, p: int = 0):
 
 
 def dask_message(views) -> str:
-    """Why KTCCA refuses Dask views (issue #32), and what to do instead."""
+    """Why KTCCA refuses Dask views, and what to do instead."""
     n = views[0].shape[0] if hasattr(views[0], "shape") else None
     size = f" ({8 * n * n / 1e9:.3g} GB per view for N = {n})" if n else ""
     return (
@@ -101,118 +103,19 @@ def dask_message(views) -> str:
     )
 
 
-def _path_params(params: dict) -> dict:
-    return {k: v for k, v in params.items() if k != "n_components"}
-
-
-def ktcca_path(
-    views,
-    ranks,
-    *,
-    eps: float = 1e-2,
-    kernel="l2",
-    kernel_params=None,
-    center: bool = True,
-    jitter: float = 1e-10,
-    max_iter: int = 500,
-    tol: float = 1e-5,
-    init="auto",
-    n_init="auto",
-    linesearch: bool = True,
-    warm_start: bool = False,
-    random_state=None,
-    algorithm: str = "auto",
-) -> list[dict]:
+def ktcca_path(views, ranks, *, warm_start: bool = False, **params) -> list[dict]:
     """Fit KTCCA for several ranks, sharing kernels, Cholesky factors and S.
 
-    The function behind :class:`KTCCA` (see there for the parameters; ``warm_start``
-    as in :func:`tcca_core.tcca_path`). Returns one dict per rank, in the order of
+    ``params`` are :class:`KTCCA`'s parameters but ``n_components``; ``warm_start``
+    as in :func:`tcca_core.tcca_path`. Returns one dict per rank, in the order of
     ``ranks``, with ``kernels`` (fitted :class:`~tcca_core.kernels.ViewKernel`),
     ``center_stats``, ``cholesky`` (L_p), ``factors`` (B_p), ``dual_coef``
     (L_p^(-1) B_p), ``weights``, ``correlations``, ``n_iter``, ``converged``,
     ``errors``, ``engine``, ``init``, ``start_errors`` and ``fit_seconds``.
     """
-    p = validate_params(
-        {
-            "eps": eps,
-            "jitter": jitter,
-            "max_iter": max_iter,
-            "tol": tol,
-            "init": init,
-            "n_init": n_init,
-            "linesearch": linesearch,
-            "random_state": random_state,
-            "algorithm": algorithm,
-            "center": center,
-        },
-        KTCCA._parameter_constraints,
-    )
-    eps, jitter, max_iter, tol = p["eps"], p["jitter"], p["max_iter"], p["tol"]
-    ranks, warm_start = check_ranks(ranks, init, warm_start)
-    if is_dask_views(views):
-        raise ValueError(dask_message(views))
-    if not isinstance(views, list | tuple):
-        check_views(views)  # raises the standard message
-    m = len(views)
-    kernels = _per_view(kernel, m, "kernel")
-    kparams = _per_view(kernel_params or {}, m, "kernel_params")
-    views = check_views(
-        views, accept_sparse=not any(k == "precomputed" for k in kernels)
-    )
-    N = views[0].shape[0]
-    r_max, why = max_cp_rank(N, [N] * m)
-    for r in ranks:
-        check_n_components(r, r_max, why)
-    if center:  # a constant view has a constant kernel, zero once centered
-        skip = [q for q, k in enumerate(kernels) if k == "precomputed"]
-        check_varying(views, "KTCCA", skip)
-
-    t_setup = perf_counter()
-    vkernels, stats_all, Ls, wviews = [], [], [], []
-    for q, (X, k, kp) in enumerate(zip(views, kernels, kparams, strict=True)):
-        vk = ViewKernel.for_view(k, kp, q)
-        K = vk.fit(X)
-        if k == "precomputed":
-            if K.shape[0] != N:
-                raise ValueError(f"the kernel of view {q} must be {N} x {N}")
-            _check_psd(K, q)
-        stats = None
-        if center:
-            K, stats = center_kernel(K)
-        L, Y = kernel_whitening(K, eps, jitter, q)
-        vkernels.append(vk)
-        stats_all.append(stats)
-        Ls.append(L)
-        wviews.append(WhitenedView(Y))
-    engine = MomentEngine.choose(wviews, max(ranks), algorithm)
-    # the shared kernels and Cholesky factors count in every rank's seconds
-    fits = fit_ranks(
-        engine,
-        "KTCCA",
-        ranks,
-        perf_counter() - t_setup,
-        init=init,
-        warm_start=warm_start,
-        random_state=random_state,
-        max_iter=max_iter,
-        tol=tol,
-        n_init=n_init,
-        linesearch=linesearch,
-    )
-    out = {
-        r: {
-            "kernels": vkernels,
-            "center_stats": stats_all,
-            "cholesky": Ls,
-            "dual_coef": [
-                sla.solve_triangular(L, B, lower=False)
-                for L, B in zip(Ls, fit["factors"], strict=True)
-            ],
-            **fit,
-        }
-        for r, fit in fits.items()
-    }
-    return [out[r] for r in ranks]
+    if "n_components" in params:
+        raise TypeError("ktcca_path takes the ranks, not n_components")
+    return KTCCA(**params)._path(views, ranks, warm_start)
 
 
 class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstimator):
@@ -297,9 +200,7 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
 
     def fit(self, views, y=None):
         """Fit on a list of views (or of N x N kernels with kernel="precomputed")."""
-        params = self._validate_params()
-        out = ktcca_path(views, [self.n_components], **_path_params(params))[0]
-        return self._set_fitted(out)
+        return self._set_fitted(self._path(views, [self.n_components], False)[0])
 
     def fit_path(self, views, ranks, *, warm_start: bool = False) -> list:
         """Return fitted copies of this estimator, one per rank in ``ranks``.
@@ -310,13 +211,80 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
         """
         from sklearn.base import clone
 
-        params = self._validate_params()
-        ranks, _ = check_ranks(ranks, params["init"], warm_start)
-        outs = ktcca_path(views, ranks, warm_start=warm_start, **_path_params(params))
+        ranks, _ = check_ranks(ranks, self.init, warm_start)
+        outs = self._path(views, ranks, warm_start)
         return [
             clone(self).set_params(n_components=r)._set_fitted(o)
             for r, o in zip(ranks, outs, strict=True)
         ]
+
+    def _path(self, views, ranks, warm_start: bool) -> list[dict]:
+        """Validate the parameters (once) and fit every rank of ``ranks``.
+
+        The kernels, their Cholesky factors and the whitened views are made once
+        for all ranks (:func:`.solver.path.rank_path`).
+        """
+        params = SolverParams.of(self)
+        own = validate_params(
+            {k: getattr(self, k) for k in _KERNEL_PARAMS},
+            self._parameter_constraints,
+        )
+        center, jitter = own["center"], own["jitter"]
+        ranks, warm_start = check_ranks(ranks, params.init, warm_start)
+        if is_dask_views(views):
+            raise ValueError(dask_message(views))
+        if not isinstance(views, list | tuple):
+            check_views(views)  # raises the standard message
+        m = len(views)
+        kernels = _per_view(self.kernel, m, "kernel")
+        kparams = _per_view(self.kernel_params or {}, m, "kernel_params")
+        views = check_views(
+            views, accept_sparse=not any(k == "precomputed" for k in kernels)
+        )
+        N = views[0].shape[0]
+
+        def setup():
+            if center:  # a constant view has a constant kernel, zero once centered
+                skip = [q for q, k in enumerate(kernels) if k == "precomputed"]
+                check_varying(views, "KTCCA", skip)
+            vkernels, stats_all, Ls, wviews = [], [], [], []
+            for q, (X, k, kp) in enumerate(zip(views, kernels, kparams, strict=True)):
+                vk = ViewKernel.for_view(k, kp, q)
+                K = vk.fit(X)
+                if k == "precomputed":
+                    if K.shape[0] != N:
+                        raise ValueError(f"the kernel of view {q} must be {N} x {N}")
+                    _check_psd(K, q)
+                stats = None
+                if center:
+                    K, stats = center_kernel(K)
+                L, Y = kernel_whitening(K, params.eps, jitter, q)
+                vkernels.append(vk)
+                stats_all.append(stats)
+                Ls.append(L)
+                wviews.append(WhitenedView(Y))
+            engine = MomentEngine.choose(wviews, max(ranks), params.algorithm)
+            shared = {"kernels": vkernels, "center_stats": stats_all, "cholesky": Ls}
+            return (
+                engine,
+                shared,
+                lambda fit: {
+                    "dual_coef": [
+                        sla.solve_triangular(L, B, lower=False)
+                        for L, B in zip(Ls, fit["factors"], strict=True)
+                    ]
+                },
+            )
+
+        # the shared kernels and Cholesky factors count in every rank's seconds
+        return rank_path(
+            "KTCCA",
+            ranks,
+            params,
+            warm_start=warm_start,
+            shape=(N, [N] * m),
+            setup=setup,
+        )
 
     def _set_fitted(self, out: dict):
         self.kernels_ = out["kernels"]

@@ -12,106 +12,25 @@ and the projected data are Z_p = X_p C~_pp^(-1/2) U_p (eq. 4.11).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from time import perf_counter
 from typing import ClassVar
 
-import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from ._convergence import swamped_message, warn_unconverged
-from ._engine import MomentEngine, fit_ranks
-from ._linalg import LinearProjectionMixin, column_mean, covariance, inv_sqrt_psd
 from ._multiview import HighOrderCorrelationMixin
-from ._tensors import WhitenedView
-from ._validation import (
-    Interval,
-    Options,
-    ParamsMixin,
-    check_bool,
-    check_n_components,
-    check_positive_int,
-    check_varying,
-    check_views,
-    validate_params,
-)
+from ._validation import ParamsMixin, check_positive_int, validate_params
+from .solver.convergence import warn_unconverged
+from .solver.linalg import LinearProjectionMixin
+from .solver.params import SOLVER_CONSTRAINTS, SolverParams, check_ranks, is_dask_views
+from .solver.path import tcca_rank_path
 
-__all__ = ["TCCA", "tcca", "tcca_path", "max_cp_rank", "SOLVER_CONSTRAINTS"]
-
-ALGORITHMS = ("auto", "dense", "implicit", "tensorly")
+__all__ = ["TCCA", "tcca", "tcca_path"]
 
 
-def is_dask_views(views) -> bool:
-    """Whether ``views`` is a list holding a Dask collection (Dask not imported)."""
-    return isinstance(views, (list, tuple)) and any(
-        type(X).__module__.partition(".")[0] == "dask" for X in views
-    )
-
-
-def max_cp_rank(N: int, dims) -> tuple[int, str]:
-    """Upper bound on n_components and why.
-
-    M has CP rank at most N (it is a sum of N rank-1 terms) and at most
-    prod(d) / max(d) (the number of columns of its largest-mode unfolding bounds the
-    rank of any tensor). For m = 2 this is min(N, d_1, d_2), the CCA bound.
-    """
-    dims = list(dims)
-    bound = int(np.prod(dims, dtype=object) // max(dims))
-    if N <= bound:
-        return N, f"the moment tensor is a sum of N = {N} rank-1 terms"
-    return bound, f"prod(d) / max(d) = {bound} for view dimensions {dims}"
-
-
-INITS = ("auto", "hosvd", "svd", "random")
-
-#: What TCCA's (and KTCCA's) solver parameters may be; :class:`TCCA` declares them
-#: with its own, and :func:`tcca_path` checks the same declarations.
-SOLVER_CONSTRAINTS: dict = {
-    "n_components": [Interval("integer", 1, None)],
-    "eps": [Interval("real", 0, None)],
-    "max_iter": [Interval("integer", 1, None)],
-    "tol": [Interval("real", 0, None)],
-    "init": [Options(*INITS), list, tuple],
-    "n_init": [Interval("integer", 1, None), Options("auto")],
-    "linesearch": ["boolean"],
-    "random_state": ["random_state"],
-    "algorithm": [Options(*ALGORITHMS)],
-}
-
-
-def check_ranks(ranks, init, warm_start: bool) -> tuple[list[int], bool]:
-    """Return the rank grid as a list and whether warm starts apply to it."""
-    warm_start = check_bool(warm_start, "warm_start")
-    if isinstance(ranks, str) or not isinstance(ranks, Iterable):
-        raise ValueError(f"ranks must be a list of integers >= 1, got {ranks!r}")
-    ranks = list(ranks)
-    if not ranks:
-        raise ValueError("ranks must not be empty")
-    for r in ranks:
-        validate_params({"n_components": r}, SOLVER_CONSTRAINTS)
-    warm_start = warm_start and len(set(ranks)) > 1  # one rank: nothing to warm
-    if warm_start and not isinstance(init, str):
-        raise ValueError("warm_start needs init='svd', 'hosvd' or 'random', not arrays")
-    return ranks, warm_start
-
-
-def tcca_path(
-    views,
-    ranks,
-    *,
-    eps: float = 1e-2,
-    max_iter: int = 500,
-    tol: float = 1e-5,
-    init="auto",
-    n_init: int | str = "auto",
-    linesearch: bool = True,
-    warm_start: bool = False,
-    random_state=None,
-    algorithm: str = "auto",
-    center: bool = True,
-) -> list[dict]:
+def tcca_path(views, ranks, *, warm_start: bool = False, **params) -> list[dict]:
     """Fit TCCA for several ranks, whitening and building M (or ||M||) once.
 
+    ``params`` are :class:`TCCA`'s parameters but ``n_components`` (``eps``,
+    ``init``, ``random_state``, ``center``, ...; an unknown one is a TypeError).
     With ``warm_start=False`` (the default) and an int (or None) ``random_state``,
     entry i equals ``tcca(views, ranks[i], ...)`` exactly (for None: in
     distribution): each rank starts from its own generator seeded by
@@ -123,71 +42,13 @@ def tcca_path(
 
     Returns one dict per rank (in the order of ``ranks``), as :func:`tcca`.
     """
-    # the signature is the one list of the solver's parameters: read them back
-    # from it rather than naming them again
-    given = locals()
-    p = validate_params(
-        {k: given[k] for k in TCCA._parameter_constraints if k in given},
-        TCCA._parameter_constraints,
-    )
-    eps, max_iter, tol = p["eps"], p["max_iter"], p["tol"]
-    ranks, warm_start = check_ranks(ranks, init, warm_start)
-    if is_dask_views(views):  # every pass over the data as Dask tasks
-        from . import _dask
-
-        return _dask.tcca_path(views, ranks, warm_start=warm_start, **p)
-    views = check_views(views)
-    N = views[0].shape[0]
-    dims = [X.shape[1] for X in views]
-    r_max, why = max_cp_rank(N, dims)
-    for r in ranks:
-        check_n_components(r, r_max, why)
-    t_setup = perf_counter()
-    means = [
-        column_mean(X) if center else np.zeros(X.shape[1], dtype=float) for X in views
-    ]
-    covs = [covariance(X, mu) for X, mu in zip(views, means, strict=True)]
-    whiteners = [inv_sqrt_psd(C, eps) for C in covs]
-    swamped = swamped_message(eps, covs)
-    del covs
-    # After the whitening, whose eps = 0 error names the singular covariance.
-    # Uncentered, a constant view still carries raw moments.
-    if center:
-        check_varying(views, "TCCA")
-    wviews = [
-        WhitenedView(X, mu, W) for X, mu, W in zip(views, means, whiteners, strict=True)
-    ]
-    engine = MomentEngine.choose(wviews, max(ranks), algorithm)
-    fits = fit_ranks(
-        engine,
-        "TCCA",
-        ranks,
-        perf_counter() - t_setup,
-        init=init,
-        warm_start=warm_start,
-        random_state=random_state,
-        max_iter=max_iter,
-        tol=tol,
-        n_init=n_init,
-        linesearch=linesearch,
-    )
-    out = {
-        r: {
-            "means": means,
-            "whiteners": whiteners,
-            "projections": [
-                W @ U for W, U in zip(whiteners, fit["factors"], strict=True)
-            ],
-            "swamped": swamped,
-            **fit,
-        }
-        for r, fit in fits.items()
-    }
-    return [out[r] for r in ranks]
+    if "n_components" in params:
+        raise TypeError("tcca_path takes the ranks, not n_components")
+    return TCCA(**params)._path(views, ranks, warm_start)
 
 
 def tcca(views, n_components: int, **kwargs) -> dict:
-    """Fit TCCA; the function behind :class:`TCCA` (see there for the parameters).
+    """Fit TCCA at one rank (see :class:`TCCA` for the parameters).
 
     Returns a dict with ``means``, ``whiteners`` (C~_pp^(-1/2)), ``factors`` (U_p),
     ``projections`` (W_p = C~_pp^(-1/2) U_p), ``weights`` (CP lambdas),
@@ -350,14 +211,19 @@ class TCCA(
 
     def fit(self, views, y=None):
         """Fit on a list of views, each (n_samples, d_p), dense or scipy.sparse."""
-        out = tcca(views, self.n_components, **self._path_params())
-        return self._set_fitted(out)
+        check_positive_int(self.n_components, "n_components")
+        return self._set_fitted(self._path(views, [self.n_components], False)[0])
 
-    def _path_params(self) -> dict:
-        """Return this estimator's parameters as :func:`tcca_path` takes them."""
-        params = self.get_params(deep=False)
-        del params["n_components"]
-        return params
+    def _path(self, views, ranks, warm_start: bool) -> list[dict]:
+        """Validate the parameters (once) and fit every rank of ``ranks``."""
+        params = SolverParams.of(self)
+        center = validate_params({"center": self.center}, self._parameter_constraints)[
+            "center"
+        ]
+        ranks, warm_start = check_ranks(ranks, params.init, warm_start)
+        return tcca_rank_path(
+            views, ranks, params, center=center, warm_start=warm_start
+        )
 
     def transform(self, views, per_view: bool = False):
         """[Z_1 ... Z_m] with Z_p = (X_p - mean_p) W_p, stacked or as a list.
@@ -365,7 +231,7 @@ class TCCA(
         Dask views give lazy Dask arrays (nothing is computed until asked).
         """
         if is_dask_views(views):
-            from . import _dask
+            from .solver import dask as _dask
 
             return _dask.transform(self, views, per_view=per_view)
         return super().transform(views, per_view=per_view)
@@ -401,7 +267,7 @@ class TCCA(
         params = self.get_params(deep=False)
         # as a list: tcca_path would use up a generator before the zip below
         ranks, _ = check_ranks(ranks, self.init, warm_start)
-        outs = tcca_path(views, ranks, warm_start=warm_start, **self._path_params())
+        outs = self._path(views, ranks, warm_start)
         fitted = []
         for r, o in zip(ranks, outs, strict=True):
             est = clone(self).set_params(**{**params, "n_components": r})

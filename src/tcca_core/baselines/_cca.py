@@ -39,16 +39,6 @@ import scipy.linalg as sla
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._linalg import (
-    LinearProjectionMixin,
-    column_mean,
-    column_signs,
-    covariance,
-    cross_covariance,
-    inv_sqrt_psd,
-    numerical_rank,
-    svd,
-)
 from .._multiview import MultiViewMixin
 from .._validation import (
     Interval,
@@ -59,6 +49,16 @@ from .._validation import (
     validate_params,
 )
 from ..kernels import ViewKernel, center_cross_kernel, center_kernel
+from ..solver.linalg import (
+    LinearProjectionMixin,
+    column_mean,
+    column_signs,
+    covariance,
+    cross_covariance,
+    inv_sqrt_psd,
+    numerical_rank,
+    svd,
+)
 
 __all__ = [
     "CCA",
@@ -83,7 +83,7 @@ def _covariance_rank(C: np.ndarray, scale: float | None = None) -> int:
     ``scale`` is the size of the raw second moments the covariance was computed
     from (mean^2 + variance): centering a constant column whose mean is not exactly
     representable leaves ~1e-33 of rounding in C, which a tolerance relative to C
-    itself would count as a direction (:func:`tcca_core._linalg.numerical_rank`).
+    itself would count as a direction (:func:`tcca_core.solver.linalg.numerical_rank`).
     """
     return numerical_rank(np.linalg.eigvalsh(C), scale=scale)
 

@@ -28,19 +28,19 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from .._linalg import (
-    column_mean,
-    covariance,
-    fix_signs,
-    project,
-    singular_message,
-)
 from .._validation import (
     Interval,
     as_random_state,
     check_n_components,
     check_views,
     validate_params,
+)
+from ..solver.linalg import (
+    column_mean,
+    covariance,
+    fix_signs,
+    project,
+    singular_message,
 )
 from ._cca import (
     _CCABase,

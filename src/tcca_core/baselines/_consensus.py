@@ -13,7 +13,7 @@ import logging
 import numpy as np
 import scipy.linalg as la
 
-from .._linalg import fix_signs
+from ..solver.linalg import fix_signs
 from ._pca_patterns import _RANK_RTOL  # one cut for "numerically absent" everywhere
 
 __all__ = ["ConsensusBasis", "consensus_bases"]

@@ -20,7 +20,7 @@ top-``r`` eigenvectors of the ``N x N`` matrix ``sum_p w_p A^{(p)} A^{(p)T}``, i
 top-``r`` left singular vectors of ``A = [sqrt(w_1) A^{(1)}, ..., sqrt(w_m) A^{(m)}]``.
 We never form the ``N x N`` matrix: the thin SVD of ``A`` comes from the eigen-
 decomposition of its ``K x K`` Gram matrix (``K = sum_p k_p``), see
-:class:`ConsensusBasis`. ``w_p = 1``.
+:class:`~._consensus.ConsensusBasis`. ``w_p = 1``.
 
 Per-view pattern (``view_embedding``)
 -------------------------------------
@@ -116,16 +116,14 @@ from .._validation import (
 )
 
 # view_patterns looks the per-view pieces up in this module's namespace, where
-# investigations/graph_baselines.py replaces them. ConsensusBasis is re-exported for
-# its importers (protocol/runners.py, _ssmvd.py).
-from ._consensus import ConsensusBasis, consensus_bases
+# investigations/graph_baselines.py replaces them.
+from ._consensus import consensus_bases
 from ._knn_graph import heat_knn_graph
 from ._pca_patterns import _orthonormal_basis, pca_scores
 from ._spectral_patterns import spectral_patterns
 
 __all__ = [
     "DSE",
-    "ConsensusBasis",
     "TransductiveError",
     "heat_knn_graph",
     "pca_scores",

@@ -12,8 +12,8 @@ import scipy.linalg as la
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, svds
 
-from .._linalg import column_mean, covariance, fix_signs, svd
 from .._validation import as_random_state
+from ..solver.linalg import column_mean, covariance, fix_signs, svd
 
 __all__ = ["pca_scores"]
 

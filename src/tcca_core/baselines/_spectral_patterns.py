@@ -14,8 +14,8 @@ import scipy.linalg as la
 import scipy.sparse as sp
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
-from .._linalg import fix_signs
 from .._validation import as_random_state
+from ..solver.linalg import fix_signs
 
 __all__ = ["spectral_patterns"]
 

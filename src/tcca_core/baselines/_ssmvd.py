@@ -74,7 +74,7 @@ Both steps are exact minimisers, so the objective never increases.
 
 Computation in reduced coordinates: every B-step answer lies in ``range(A)``
 (``B = polar(A W^T)``) and so does the DSE start, so we write ``B = Q C`` with
-``A = Q R`` the thin SVD of :class:`~._dse.ConsensusBasis` (``R = diag(s) V^T``,
+``A = Q R`` the thin SVD of :class:`~._consensus.ConsensusBasis` (``R = diag(s) V^T``,
 ``K' x K``, ``K' = rank A <= K``). Then ``||A - QCW||^2 = ||A||^2 - ||R||^2 +
 ||R - CW||^2`` and the whole iteration runs on ``K' x K`` matrices: ``O(K K' r)``
 per iteration, independent of N. N enters only once, through ``A^T A``
@@ -106,14 +106,13 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 
-from .._linalg import column_signs, svd
 from .._validation import Interval, validate_params
+from ..solver.linalg import column_signs, svd
+from ._consensus import ConsensusBasis, consensus_bases
 from ._dse import (
     TRANSDUCTIVE_PARAMETER_CONSTRAINTS,
-    ConsensusBasis,
     TransductiveError,
     _TransductiveViewsMixin,
-    consensus_bases,
 )
 
 __all__ = [

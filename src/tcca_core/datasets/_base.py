@@ -27,10 +27,6 @@ from typing import Any
 
 import numpy as np
 
-# Re-exported for tests/test_faults.py, which reads them here.
-from ._manifest import FORMAT_VERSION, MANIFEST  # noqa: F401
-from ._views_file import VIEWS_FILE, UnsafeFileError  # noqa: F401
-
 
 @dataclass
 class Dataset:

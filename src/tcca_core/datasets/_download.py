@@ -61,9 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-# _replace_entry, _makedirs and _write_error: nuswide.py and _base.py import them here
 from ._archive import (
-    _replace_entry,  # noqa: F401
     check_archive_members,
     extract_members,
     safe_extract_all,
@@ -78,9 +76,7 @@ from ._errors import (
     WriteError,
 )
 from ._files import (
-    _makedirs,  # noqa: F401
     _unlink_quietly,
-    _write_error,  # noqa: F401
     copy_verified,
     looks_like_html,
     sha256_file,
@@ -254,7 +250,7 @@ def fetch_raw_files(
         for m, p in got.items():
             found[wanted[m]] = p
 
-    with file_lock(raw_dir):
+    with file_lock(raw_dir, progress=PROGRESS_STREAM):
         _remove_leftovers(raw_dir, [*by_name, *(a.name for a in archives)])
         for f in files:
             path = raw_dir / f.name
@@ -320,6 +316,7 @@ def fetch_raw_files(
                             retries=retries,
                             size=arch.size,
                             urlopen=urlopen,
+                            progress=PROGRESS_STREAM,
                         )
                     except DownloadError as exc:
                         errors.append(str(exc))
@@ -344,6 +341,7 @@ def fetch_raw_files(
                             retries=retries,
                             size=f.size,
                             urlopen=urlopen,
+                            progress=PROGRESS_STREAM,
                         )
                         break
                     except DownloadError as exc:

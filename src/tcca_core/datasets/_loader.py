@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._io import atomic_write
+from . import _download
 from ._base import Dataset, DatasetSpec, Prepared, _jsonable, split_options
 from ._files import _write_error, sha256_file
 from ._lock import file_lock
@@ -92,7 +93,7 @@ def prepare_spec(
     ):
         logger.info("%s: prepared files are up to date in %s", spec.name, pdir)
         return pdir / MANIFEST
-    with file_lock(pdir):
+    with file_lock(pdir, progress=_download.PROGRESS_STREAM):
         t0 = time.perf_counter()
         if (
             not force

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 from ._errors import DataLockedError, WriteError
 from ._files import (
@@ -72,20 +73,20 @@ def _holder(fd: int) -> str:
     return f"pid {pid} on host {host} since {since}"
 
 
-def _tell(message: str) -> None:
-    """Log ``message``, and show it where the progress bars go.
+def _tell(message: str, progress: TextIO | None) -> None:
+    """Log ``message``, and show it on ``progress``, where the progress bars go.
 
     The pipeline's data job logs to a file: waiting must not look like a hang.
     """
-    from . import _download  # the pipeline's data job sets its PROGRESS_STREAM
-
     logger.warning("%s", message)
-    if _download.PROGRESS_STREAM is not None:
+    if progress is not None:
         with contextlib.suppress(OSError, ValueError):
-            print(message, file=_download.PROGRESS_STREAM, flush=True)
+            print(message, file=progress, flush=True)
 
 
-def _acquire(folder: Path, timeout: float) -> tuple[int, list[Path]] | None:
+def _acquire(
+    folder: Path, timeout: float, progress: TextIO | None
+) -> tuple[int, list[Path]] | None:
     """Lock ``folder/.lock``; return (descriptor, folders created).
 
     ``None`` when the folder cannot be written (nothing can be written there by
@@ -155,7 +156,8 @@ def _acquire(folder: Path, timeout: float) -> tuple[int, list[Path]] | None:
                 _tell(
                     f"{folder} is locked by {_holder(fd)} (another job is fetching "
                     f"or preparing this data set); waiting for it, at most "
-                    f"{timeout - waited:.0f} s more"
+                    f"{timeout - waited:.0f} s more",
+                    progress,
                 )
                 told = time.monotonic()
             # not time.sleep: tests replace it to skip download back-offs
@@ -182,7 +184,10 @@ def _acquire(folder: Path, timeout: float) -> tuple[int, list[Path]] | None:
 
 @contextlib.contextmanager
 def file_lock(
-    folder: str | os.PathLike, *, timeout: float | None = None
+    folder: str | os.PathLike,
+    *,
+    timeout: float | None = None,
+    progress: TextIO | None = None,
 ) -> Iterator[None]:
     """Hold an exclusive lock on ``folder/.lock`` (POSIX ``flock``; no-op elsewhere).
 
@@ -198,6 +203,7 @@ def file_lock(
     :class:`DataLockedError`. On release the lock file is removed, and so are the
     folders this call created if they are empty: a failed attempt leaves nothing.
     The lock file is opened with ``O_NOFOLLOW``: a link planted there is removed.
+    The waiting messages also go to ``progress`` (where the progress bars go).
     """
     folder = Path(folder)
     try:
@@ -205,7 +211,7 @@ def file_lock(
     except ImportError:  # Windows: no flock; concurrent jobs are the user's problem
         yield
         return
-    got = _acquire(folder, _lock_timeout() if timeout is None else timeout)
+    got = _acquire(folder, _lock_timeout() if timeout is None else timeout, progress)
     if got is None:
         yield
         return

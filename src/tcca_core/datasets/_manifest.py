@@ -21,8 +21,6 @@ import numpy as np
 from ._files import sha256_file
 from ._views_file import VIEWS_FILE
 
-# _base imports this module (it re-exports FORMAT_VERSION and MANIFEST), so
-# DatasetSpec is imported for the annotations only.
 if TYPE_CHECKING:
     from ._base import DatasetSpec
 

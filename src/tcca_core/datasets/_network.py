@@ -4,8 +4,8 @@ An interrupted download keeps its ``.part`` file; the next attempt (in the same
 call, up to ``retries`` times, or in a later call) asks the server for the rest with
 an HTTP ``Range`` header and starts over if the server ignores it. When binary
 content is expected, an HTML page (a dead host's or a login wall's answer, often
-with status 200) is rejected. Progress bars go to
-:data:`tcca_core.datasets._download.PROGRESS_STREAM`.
+with status 200) is rejected. Progress bars go to the ``progress`` stream the
+caller passes (standard error by default).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
 from ._errors import ChecksumError, DownloadError, WriteError
 from ._files import (
@@ -43,13 +44,10 @@ def _part_path(dest: Path) -> Path:
     return dest.with_name(dest.name + ".part")
 
 
-def _progress_bar(label: str, total: int | None, start: int = 0):
+def _progress_bar(label: str, total: int | None, start: int, stream: TextIO | None):
     """Return a tqdm progress bar of bytes; silent unless its stream is a terminal."""
     from tqdm.auto import tqdm
 
-    from . import _download  # the pipeline's data job sets its PROGRESS_STREAM
-
-    stream = _download.PROGRESS_STREAM
     return tqdm(
         total=total,
         initial=start,
@@ -99,6 +97,7 @@ def download(
     binary: bool = True,
     size: int | None = None,
     urlopen: Callable = urllib.request.urlopen,
+    progress: TextIO | None = None,
 ) -> Path:
     """Download ``url`` to ``dest`` atomically, resuming and retrying as needed.
 
@@ -149,7 +148,7 @@ def download(
     fd = _open_resumable(part, dest)
     try:
         _download_attempts(
-            url, fd, part, dest, retries, timeout, backoff, size, urlopen
+            url, fd, part, dest, retries, timeout, backoff, size, urlopen, progress
         )
         if binary and _html_head(b"".join(_fd_read(fd, 1024))):
             _unlink_quietly(part)
@@ -186,13 +185,20 @@ def _download_attempts(
     backoff: float,
     size: int | None,
     urlopen: Callable,
+    progress: TextIO | None,
 ) -> None:
     """Up to ``retries`` attempts to complete the file open as ``fd``."""
     last_error: BaseException | None = None
     for attempt in range(1, retries + 1):
         try:
             _download_once(
-                url, fd, dest, timeout=timeout, urlopen=urlopen, limit=_limit(size)
+                url,
+                fd,
+                dest,
+                timeout=timeout,
+                urlopen=urlopen,
+                limit=_limit(size),
+                progress=progress,
             )
             return
         except urllib.error.HTTPError as exc:
@@ -241,6 +247,7 @@ def _download_once(
     timeout: float,
     urlopen: Callable,
     limit: int | None = None,
+    progress: TextIO | None = None,
 ) -> None:
     offset = os.fstat(fd).st_size
     headers = {"User-Agent": _USER_AGENT}
@@ -266,7 +273,7 @@ def _download_once(
                 "" if total is None else f" ({total / 2**20:.1f} MiB)",
             )
         with (
-            _progress_bar(dest.name, total, offset) as progress,
+            _progress_bar(dest.name, total, offset, progress) as bar,
             _Sink(fd, dest, limit=limit, label=url, start=offset) as out,
         ):
             while True:
@@ -274,7 +281,7 @@ def _download_once(
                 if not block:
                     break
                 out.write(block)
-                progress.update(len(block))
+                bar.update(len(block))
     # http.client does not raise when the peer closes early; check the length here
     size = os.fstat(fd).st_size
     if total is not None and size != total:

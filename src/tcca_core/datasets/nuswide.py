@@ -68,18 +68,18 @@ from pathlib import Path
 
 import numpy as np
 
+from . import _download
+from ._archive import _replace_entry
 from ._base import Dataset, DatasetSpec, Prepared
 from ._download import (
     DataUnavailableError,
     DownloadError,
     UnsafeArchiveError,
-    _makedirs,
-    _replace_entry,
-    _write_error,
     download,
     file_lock,
     safe_extract_all,
 )
+from ._files import _makedirs, _write_error
 
 logger = logging.getLogger(__name__)
 
@@ -279,7 +279,7 @@ def _fetch(raw_dir, mirror, offline=False):
     mdir = Path(mirror) / "nuswide" if mirror is not None else None
     bases = [b for b in (mdir, raw_dir) if b is not None]
     errors: list[str] = []
-    with file_lock(raw_dir):
+    with file_lock(raw_dir, progress=_download.PROGRESS_STREAM):
         plan, missing = _plan(_locate(bases))
         if plan is None:  # unpack archives placed by hand (or by an earlier run)
             for base in bases:
@@ -300,7 +300,12 @@ def _fetch(raw_dir, mirror, offline=False):
                 if (raw_dir / name).is_file():
                     continue
                 try:
-                    arch = download(BASE_URL + name, raw_dir / name, retries=2)
+                    arch = download(
+                        BASE_URL + name,
+                        raw_dir / name,
+                        retries=2,
+                        progress=_download.PROGRESS_STREAM,
+                    )
                     if name.endswith(".zip"):
                         safe_extract_all(arch, raw_dir)
                     else:

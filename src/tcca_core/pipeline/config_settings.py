@@ -250,7 +250,7 @@ def r_bound(
         return n, f"the methods are fitted on {why}"
     # TCCA's own bound, not a copy of its formula (imported here: the other checks
     # need no numpy)
-    from .._tcca import max_cp_rank
+    from ..solver.params import max_cp_rank
 
     cap, _ = max_cp_rank(n, dims)
     if cap < n:

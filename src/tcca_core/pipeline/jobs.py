@@ -76,7 +76,7 @@ def start_logging(
     """Send stderr, warnings and the ``logging`` records of the job to ``log``.
 
     Records at INFO and above of every logger are kept, the library's included: a
-    fit job's log shows the solver's progress per rank (``tcca_core._tensors``:
+    fit job's log shows the solver's progress per rank (``tcca_core.solver.engine``:
     "rank r (i/n): ... sweeps"). With ``keep_stderr`` the job's stderr stays where
     it was (the terminal of a local run), for what the job shows there itself.
     """

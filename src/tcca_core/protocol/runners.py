@@ -221,7 +221,8 @@ def _path_fits(
 
 def run_tcca(data: Inputs, points) -> Iterator[Fit]:
     """TCCA (and TCCA on the uncentered views): the rank path per eps."""
-    from .._tcca import TCCA, max_cp_rank
+    from .._tcca import TCCA
+    from ..solver.params import max_cp_rank
 
     r_max, _ = max_cp_rank(data.n_fit, [X.shape[1] for X in data.views])
 
@@ -298,7 +299,8 @@ def _spectral_r_max(data, gp: dict, seed) -> int:
     per-view PCA patterns (<= sum_p min(100, d_p)); graph eigenvectors are only
     limited by N - 1 (baselines.md section 0).
     """
-    from ..baselines._dse import ConsensusBasis, view_patterns
+    from ..baselines._consensus import ConsensusBasis
+    from ..baselines._dse import view_patterns
 
     N = data[0].shape[0]
     if gp.get("view_embedding", "pca") != "pca":

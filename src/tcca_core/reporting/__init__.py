@@ -29,8 +29,6 @@ byte; timing lives in the separate cost tables.
 
 from ..paper import PAPER_MACHINE, PAPER_TABLES
 from .costs import cost_at_selected, cost_by_r, cost_table, job_costs
-from .figures import _draw as _draw  # read by tests (the figures' drawing, styles)
-from .figures import _style as _style
 from .figures import figure_titles, plot_accuracy, plot_cost
 from .glance import glance_cells, plot_at_a_glance
 from .provenance import (

@@ -16,8 +16,8 @@ from .investigations import (
     hand_typed_numbers,
     include_files,
     included_data,
-    render_fields,
 )
+from .sentences import render_fields
 
 # the method groups and roles, read by tests of the registry
 from .summary import _DR_KERNEL as _DR_KERNEL

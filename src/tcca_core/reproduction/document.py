@@ -26,9 +26,8 @@ from .investigations import (
     _Problems,
     environment,
     included_data,
-    prose_context,
-    render_fields,
 )
+from .sentences import prose_context, render_fields
 from .significance import ALPHA, MARGIN, PAPER_TEST_HEADER, cell_tests, paper_tests
 from .summary import (
     _CCA_FAMILY,

@@ -422,68 +422,6 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def prose_context(
-    summary: Mapping, data: Mapping[str, Investigation], problems: _Problems
-) -> dict[str, Any]:
-    """Return the templates' variables: the summary's cells, the investigations.
-
-    An investigation that a template reads but whose output is not included gets
-    a stand-in that marks each of its fields.
-    """
-
-    def cells(table: str, settings: str, methods: str) -> Cells:
-        return Cells(summary, table, settings, methods, problems)
-
-    bound = {stem: inv.bind(problems) for stem, inv in data.items()}
-
-    def investigation(stem: str) -> Investigation | _Missing:
-        return bound.get(stem) or _Missing(stem, problems)
-
-    from .sentences import Said  # it reads this module's classes
-
-    return {
-        **bound,
-        "investigation": investigation,
-        "cell": cells,
-        "cells": cells,
-        "said": Said(summary, investigation, problems),
-        "_problems": problems,
-    }
-
-
-def render_fields(
-    text: str, summary: Mapping, data: Mapping[str, Investigation] | None = None
-) -> tuple[str, list[str]]:
-    """Render the template ``text`` (the investigations' notes) with their data.
-
-    Parameters
-    ----------
-    text : str
-        A Jinja2 template (:data:`FIELD_HELP`), e.g. the notes of
-        :func:`include_files` without their data (:func:`included_data`).
-    summary : mapping
-        ``results/summary.json``.
-    data : mapping, optional
-        stem -> the data of each included investigation.
-
-    Returns
-    -------
-    text : str
-        The rendered text; a field that cannot be filled in is shown as
-        ``**[?: field]**``.
-    problems : list of str
-        One line per field that could not be filled in.
-    """
-    problems = _Problems()
-    variables = prose_context(summary, data or {}, problems)
-    template = environment().from_string(text)
-    names = _names_read(text) - set(variables)
-    variables.update({n: _Missing(n, problems) for n in names})
-    out = template.render(variables)
-    _log(problems)
-    return out, list(problems)
-
-
 def _log(problems: Sequence[str]) -> None:
     for p in problems:
         logger.warning("REPRODUCTION.md field not filled in: %s", p)

@@ -1,8 +1,11 @@
-"""The dense route: M built in memory (the paper's route) and its MTTKRP.
+"""The "dense" engine: M built in memory (the paper's route) and its MTTKRP.
 
 :func:`dense_moment` builds the d_1 x ... x d_m tensor, from sparse moments when
-that is cheaper; :func:`dense_mttkrp` contracts it without the Khatri-Rao product;
-:func:`tensorly_mttkrp` is tensorly's, the reference. :class:`._engine.MomentEngine`
+that is cheaper (:mod:`.sparse`), by blocks of samples otherwise, O(N prod_p d_p)
+time and O(prod_p d_p) memory; :func:`dense_mttkrp` contracts it without the
+Khatri-Rao product, reusing the contraction with the last factor across the first
+m - 1 modes of a sweep, so a sweep costs two passes over M instead of m. The
+"tensorly" route (:mod:`.tensorly`) builds M here too. :class:`.engine.MomentEngine`
 calls them through this module, so that tests can forbid them.
 """
 
@@ -10,17 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._sparse_moments import _prod, _sparse_forms, _sparse_moment, sparse_moment_cost
-from ._tensors import _block_rows
+from .sparse import _prod, _sparse_moment, sparse_moment_cost
+from .views import WhitenedView, _block_rows, sparse_forms
 
-if TYPE_CHECKING:
-    from ._tensors import WhitenedView
+__all__ = ["DENSE_MAX_BYTES", "dense_moment", "dense_mttkrp"]
 
-__all__ = ["dense_moment", "dense_mttkrp", "tensorly_mttkrp"]
+#: Largest dense tensor the "auto" engine choice will build (bytes).
+DENSE_MAX_BYTES = 2 * 1024**3
 
 
 def dense_moment(
@@ -43,7 +45,7 @@ def dense_moment(
     ):
         nnz = [v.nnz_per_row for v in views]
         if sparse_moment_cost(N, dims, nnz) < 2.0 * N * _prod(dims):
-            return _sparse_moment(_sparse_forms(views))
+            return _sparse_moment(sparse_forms(views))
     rest = int(np.prod(dims[1:]))
     M = np.zeros((dims[0], rest))
     B = _block_rows(N, 8 * rest)
@@ -102,10 +104,3 @@ def _contraction(m: int, p: int) -> tuple[str, tuple[int, ...]]:
     expr = "".join(letters[q] for q in modes) + "z"
     expr += "".join("," + letters[q] + "z" for q in others) + "->" + letters[p] + "z"
     return expr, others
-
-
-def tensorly_mttkrp(M: np.ndarray, factors: Sequence[np.ndarray], p: int) -> np.ndarray:
-    """MTTKRP through tensorly (the reference implementation)."""
-    from tensorly.tenalg import unfolding_dot_khatri_rao
-
-    return unfolding_dot_khatri_rao(M, (None, list(factors)), p)

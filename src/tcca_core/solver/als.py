@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg.lapack import dgesv as _gesv
 
-from ._linalg import column_signs, fix_signs, numerical_rank, svd
+from .linalg import column_signs, fix_signs, numerical_rank, svd
 
 __all__ = [
     "CPResult",
@@ -460,10 +460,10 @@ def cp_als(
     ||T - T_hat||^2, used where the Gram formula of the error would cancel
     (:func:`cancellation_limit`). The result's :attr:`CPResult.kept` is the iterate of
     lowest error. ``combine=False`` skips recording the line search's jumps as
-    combinations of the iterates (:func:`._tensors.record_combination`), for an
+    combinations of the iterates (:func:`.implicit.record_combination`), for an
     engine that cannot use them (a dense tensor).
     """
-    from ._tensors import record_combination
+    from .implicit import record_combination
 
     if resume is not None:
         factors = list(resume.factors)

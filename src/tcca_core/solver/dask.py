@@ -1,6 +1,6 @@
-"""TCCA on Dask arrays: every pass over the data runs as Dask tasks (issue #32).
+"""TCCA on Dask arrays: every pass over the data runs as Dask tasks.
 
-The in-memory tensor-free engine (:class:`._tensors.ImplicitMoment`) needs only a
+The in-memory tensor-free engine (:class:`.implicit.ImplicitMoment`) needs only a
 few kinds of passes over the whitened views Y_p = (X_p - mean_p) W_p; each is a map
 over the row chunks (chunk k of every view goes to one task) followed by a tree
 reduction of small results, so the views are never gathered and nothing N-sized
@@ -22,8 +22,10 @@ reaches the client:
 The arithmetic is that of the in-memory engine (same formulas, same order of the
 Hadamard products), so a fit on Dask views equals the in-memory fit to rounding
 (1e-10 relative is tested). The whitening, the ALS loop, the starts and their race
-are the in-memory ones: :class:`DaskEngine` is a :class:`._tensors.MomentEngine`
-whose operator is :class:`DaskMoment`.
+are the in-memory ones: the rank path is :func:`.path.tcca_rank_path`, which takes
+this module's :func:`check_views`, :func:`statistics` and :func:`engine` for Dask
+views, and :class:`DaskEngine` is a :class:`.engine.MomentEngine` whose operator
+is :class:`DaskMoment`.
 
 This module is imported only when a view is a Dask array, so that ``tcca_core``
 does not import Dask otherwise.
@@ -33,7 +35,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
-from time import perf_counter
 from typing import Any
 
 import dask
@@ -42,7 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 from dask import delayed
 
-from ._dask_chunks import (
+from .dask_chunks import (
     SPLIT_EVERY,
     _blocks,
     _chunk_call,
@@ -59,21 +60,19 @@ from ._dask_chunks import (
     _tree_sum,
     view_statistics,
 )
-from ._engine import MomentEngine, fit_ranks
-from ._linalg import inv_sqrt_psd, svd
-from ._tensors import (
-    _prod,
-    _unfolding_plan,
-    mode_gram_costs,
-    norm_costs,
-)
+from .engine import MomentEngine
+from .implicit import _unfolding_plan, mode_gram_costs, norm_costs
+from .linalg import svd
+from .sparse import _prod
 
 __all__ = [
     "DaskEngine",
     "DaskMoment",
     "DaskView",
     "as_dask_views",
-    "tcca_path",
+    "check_views",
+    "engine",
+    "statistics",
     "transform",
 ]
 
@@ -185,7 +184,7 @@ class DaskView:
 
 
 class DaskMoment:
-    """The tensor-free operator of :class:`._tensors.ImplicitMoment`, on Dask.
+    """The tensor-free operator of :class:`.implicit.ImplicitMoment`, on Dask.
 
     Same interface (``mttkrp``, ``norm_sq``, ``mode_grams``) plus the passes the
     in-memory engine does over its :class:`WhitenedView` objects (``correlations``,
@@ -418,88 +417,44 @@ class DaskEngine(MomentEngine):
 # --------------------------------------------------------------------- entry points
 
 
-def tcca_path(
-    views,
-    ranks: list[int],
-    *,
-    eps: float,
-    max_iter: int,
-    tol: float,
-    init,
-    n_init,
-    linesearch: bool,
-    warm_start: bool,
-    random_state,
-    algorithm: str,
-    center: bool,
-) -> list[dict]:
-    """:func:`tcca_core.tcca_path` on Dask views (parameters already validated).
-
-    One pass for the means and covariances (whitened on the client: d_p x d_p
-    eigendecompositions), then the in-memory engine's rank path with
-    :class:`DaskEngine`, whose statistics (||M||^2, the HOSVD's mode Grams) are
-    shared by the ranks. The returned dicts have the in-memory keys, numpy values.
-    """
-    from . import _als
-    from ._tcca import max_cp_rank
-    from ._validation import check_n_components
-
+def check_views(views, algorithm: str) -> list:
+    """Refuse the engines that build M, then check the views (:func:`as_dask_views`)."""
     if algorithm not in ("auto", "implicit"):
         raise ValueError(
             f"algorithm={algorithm!r} builds the dense moment tensor, which is not "
             "done for Dask views (they may not fit in memory); use algorithm='auto' "
             "or 'implicit' (the tensor-free engine, run as Dask tasks)"
         )
-    views = as_dask_views(views)
-    N = views[0].shape[0]
-    dims = [X.shape[1] for X in views]
-    r_max, why = max_cp_rank(N, dims)
-    for r in ranks:
-        check_n_components(r, r_max, why)
-    t_setup = perf_counter()
+    return as_dask_views(views)
+
+
+def statistics(views, center: bool):
+    """Return the means and covariances, and the check that no view is constant.
+
+    One pass over the chunks (:func:`view_statistics`), for
+    :func:`.path.tcca_rank_path`.
+    """
     stats = view_statistics(views, center)
-    means = [mu for mu, _, _ in stats]
-    covs = [C for _, C, _ in stats]
-    whiteners = [inv_sqrt_psd(C, eps) for C in covs]
-    swamped_message = getattr(_als, "swamped_message", None)
-    swamped = swamped_message(eps, covs) if swamped_message is not None else None
-    del covs
-    if center:  # after the whitening, as in memory
+
+    def check_constant():
         for p, (_, _, constant) in enumerate(stats):
             if constant:
                 raise ValueError(
                     f"view {p} is constant over the samples (all rows are equal), so "
                     "the moment tensor is zero and TCCA has no component"
                 )
-    engine = DaskEngine(
+
+    return [mu for mu, _, _ in stats], [C for _, C, _ in stats], check_constant
+
+
+def engine(views, means, whiteners, rank: int, algorithm: str) -> DaskEngine:
+    """Return the :class:`DaskEngine` of the whitened views.
+
+    ``rank`` and ``algorithm`` have no say: the engine is the tensor-free one.
+    """
+    return DaskEngine(
         [DaskView(X, mu, W) for X, mu, W in zip(views, means, whiteners, strict=True)]
     )
-    fits = fit_ranks(
-        engine,
-        "TCCA",
-        ranks,
-        perf_counter() - t_setup,
-        init=init,
-        warm_start=warm_start,
-        random_state=random_state,
-        max_iter=max_iter,
-        tol=tol,
-        n_init=n_init,
-        linesearch=linesearch,
-    )
-    out = {
-        r: {
-            "means": means,
-            "whiteners": whiteners,
-            "projections": [
-                W @ U for W, U in zip(whiteners, fit["factors"], strict=True)
-            ],
-            "swamped": swamped,
-            **fit,
-        }
-        for r, fit in fits.items()
-    }
-    return [out[r] for r in ranks]
 
 
 def transform(estimator, views, per_view: bool = False) -> Any:

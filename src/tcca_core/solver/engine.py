@@ -1,8 +1,9 @@
 """One engine bound to one moment tensor: the cost model, the starts, the race, paths.
 
 :func:`choose_engine` resolves ``algorithm="auto"`` from :func:`engine_costs`;
-:class:`MomentEngine` holds M (dense engines, :mod:`._dense`) or its tensor-free
-operator (:class:`._tensors.ImplicitMoment`) and runs CP-ALS (:mod:`._als`) on it:
+:class:`MomentEngine` holds M (the "dense" and "tensorly" engines, :mod:`.dense`,
+:mod:`.tensorly`) or its tensor-free operator (the "implicit" engine,
+:class:`.implicit.ImplicitMoment`) and runs CP-ALS (:mod:`.als`) on it:
 the kind and number of starts (``init="auto"``, ``n_init="auto"``), their race (a
 short heat, then a final of two), the two-view SVD, and rank paths that share M,
 ||M||^2 and the exact HOSVD across ranks.
@@ -11,20 +12,17 @@ short heat, then a final of two), the two-view SVD, and rank paths that share M,
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 from time import perf_counter
 
 import numpy as np
 
-from . import _dense
-from ._linalg import svd
-from ._sparse_moments import _prod, sparse_moment_cost
-from ._tensors import (
-    DENSE_MAX_BYTES,
+from . import dense as _dense
+from . import tensorly as _tensorly
+from .dense import DENSE_MAX_BYTES
+from .implicit import (
     ImplicitMoment,
-    WhitenedView,
-    _block_rows,
     _dense_mode_grams,
     _unfolding_plan,
     _unfolding_slabs,
@@ -32,12 +30,15 @@ from ._tensors import (
     mode_gram_costs,
     norm_costs,
 )
+from .linalg import svd
+from .params import SolverParams
+from .sparse import _prod, sparse_moment_cost
+from .views import WhitenedView, _block_rows
 
-# Per-rank progress of long rank paths, under the name the pipeline's job logs and
-# docs have always shown.
-logger = logging.getLogger("tcca_core._tensors")
+# Per-rank progress of long rank paths (the pipeline's job logs show it).
+logger = logging.getLogger(__name__)
 
-__all__ = ["MomentEngine", "choose_engine", "engine_costs", "fit_ranks"]
+__all__ = ["MomentEngine", "choose_engine", "engine_costs"]
 
 
 def _argmin_first(values: Sequence[float]) -> int:
@@ -51,7 +52,7 @@ def _argmin_first(values: Sequence[float]) -> int:
 
 def _pace(errors: Sequence[float]) -> float:
     """Relative decrease of the error per sweep over the last ``WINDOW`` sweeps."""
-    from ._als import WINDOW
+    from .als import WINDOW
 
     if len(errors) <= WINDOW or errors[-1] <= 0:
         return float("nan")
@@ -154,6 +155,7 @@ class MomentEngine:
 
     @property
     def M(self) -> np.ndarray:
+        """The dense tensor M, built on first use (dense engines)."""
         if self._M is None:
             # The reference route ("tensorly") builds M from dense input as given.
             self._M = _dense.dense_moment(
@@ -163,6 +165,7 @@ class MomentEngine:
 
     @property
     def norm_sq(self) -> float:
+        """||M||_F^2, computed once."""
         if self._norm_sq is None:
             if self._op is not None and self._mode_grams is not None:
                 # ||M||^2 = trace(M_(1) M_(1)^T), free once the HOSVD is done
@@ -174,17 +177,18 @@ class MomentEngine:
         return self._norm_sq
 
     def mttkrp(self, factors: Sequence[np.ndarray], p: int) -> np.ndarray:
+        """M_(p) (kr_{q != p} U_q), by the engine's route."""
         if self._op is not None:
             return self._op.mttkrp(factors, p)
         if self.name == "tensorly":
-            return _dense.tensorly_mttkrp(self.M, factors, p)
+            return _tensorly.tensorly_mttkrp(self.M, factors, p)
         return _dense.dense_mttkrp(self.M, factors, p, cache=self._tree)
 
     def residual_sq(self, factors: Sequence[np.ndarray]) -> float | None:
         """||M - [[U_1, ..., U_m]]||_F^2 summed slab by slab, or None if unaffordable.
 
         The Gram formula of ALS's error subtracts terms that can be far larger than
-        the result (:data:`._als.CANCELLATION`); this sums the residual's squares
+        the result (:data:`.als.CANCELLATION`); this sums the residual's squares
         over column slabs of the unfolding M_(f) (f the largest mode), so it has no
         cancellation. O(prod(d) r) for a dense M, plus O(2 N prod(d)) to form the
         slabs of an implicit one; no more than 64 MB of M at a time. None where even
@@ -222,9 +226,9 @@ class MomentEngine:
         return self._mode_grams
 
     def hosvd_bases(self) -> list[np.ndarray]:
-        """Return the exact HOSVD's bases (:func:`._als.hosvd_bases`), computed once."""
+        """Return the exact HOSVD's bases (:func:`.als.hosvd_bases`), computed once."""
         if self._hosvd is None:
-            from ._als import hosvd_bases
+            from .als import hosvd_bases
 
             self._hosvd = hosvd_bases(self.mode_grams())
         return self._hosvd
@@ -320,19 +324,15 @@ class MomentEngine:
     def decompose(
         self,
         rank: int,
+        params: SolverParams,
         *,
-        init,
-        max_iter: int,
-        tol: float,
         rng: np.random.Generator,
-        n_init: int | str = "auto",
-        linesearch: bool = True,
         extra_starts: Sequence[list[np.ndarray]] = (),
     ):
         """Rank-``rank`` CP-ALS of M, the best of several starts.
 
-        The starts are ``init`` (``"auto"`` resolved by :meth:`auto_init`), then
-        ``n_init - 1`` (``"auto"``: :meth:`auto_n_init`, or 1 for given factors)
+        The starts are ``params.init`` (``"auto"`` resolved by :meth:`auto_init`),
+        then ``n_init - 1`` (``"auto"``: :meth:`auto_n_init`, or 1 for given factors)
         more of the same kind drawn from ``rng`` (randomized sketches after the
         exact HOSVD or given factors), then the explicit factor lists of
         ``extra_starts`` (a rank path's warm start); the fit with the lowest final
@@ -345,7 +345,7 @@ class MomentEngine:
         iterations, convergence flag, the relative reconstruction errors and the
         final error of every start.
         """
-        from ._als import BREAKDOWN, broke_down, init_factors, normalize_cp
+        from .als import BREAKDOWN, broke_down, init_factors, normalize_cp
 
         if len(self.dims) == 2 and self.name != "tensorly":
             weights, factors, errors = self._two_view(rank)
@@ -359,6 +359,7 @@ class MomentEngine:
                 "start_errors": errors[-1:],
             }
             return weights, factors, info
+        init, n_init = params.init, params.n_init
         if isinstance(init, str) and init == "auto":
             init = self.auto_init([rank])
         if n_init == "auto":
@@ -379,12 +380,17 @@ class MomentEngine:
         profile = {"starts": len(U0s), "start_s": perf_counter() - t0}
         diverged, rise = False, None
         if self.name == "tensorly":  # the reference: every start run in full
-            fits = [self._tensorly(rank, U0, max_iter, tol, linesearch) for U0 in U0s]
+            fits = [
+                _tensorly.parafac_fit(
+                    self.M, rank, U0, params.max_iter, params.tol, params.linesearch
+                )
+                for U0 in U0s
+            ]
             start_errors = [f[4][-1] if f[4] else np.inf for f in fits]
             k = _argmin_first(start_errors)
             best = (k, labels[k], fits[k])
         else:
-            k, res, start_errors = self._race(U0s, max_iter, tol, linesearch, profile)
+            k, res, start_errors = self._race(U0s, params, profile)
             kept, n_kept, trace, rise = res.kept()
             fit = (res.weights, kept, n_kept, res.converged, trace)
             best = (k, labels[k], fit)
@@ -410,7 +416,7 @@ class MomentEngine:
             info["rise"] = rise
         return weights, factors, info
 
-    def _race(self, U0s, max_iter: int, tol: float, linesearch: bool, profile: dict):
+    def _race(self, U0s, params: SolverParams, profile: dict):
         """ALS from every start in ``U0s``: a short heat, then a final of two.
 
         All starts run :data:`RACE_HEAT` sweeps; the :data:`RACE_FINALISTS` best
@@ -424,7 +430,9 @@ class MomentEngine:
         winner's index and result and, per start, the error at which it left the
         race (the winner's final error).
         """
-        from ._als import cp_als
+        from .als import cp_als
+
+        max_iter = params.max_iter
 
         def run(U0=None, resume=None, upto=max_iter):
             return cp_als(
@@ -432,8 +440,8 @@ class MomentEngine:
                 self.norm_sq,
                 U0,
                 max_iter=upto,
-                tol=tol,
-                linesearch=linesearch,
+                tol=params.tol,
+                linesearch=params.linesearch,
                 resume=resume,
                 residual_sq=self.residual_sq,
                 combine=self._op is not None,
@@ -481,65 +489,30 @@ class MomentEngine:
         )
         return k, res, start_errors
 
-    def _tensorly(self, rank, U0, max_iter, tol, linesearch):
-        import tensorly as tl
-        from tensorly.decomposition import parafac
-
-        with tl.backend_context("numpy"), warnings.catch_warnings():
-            # tensorly advises against normalizing a given start; ours is the
-            # normalization of its own iterates, which it does regardless
-            warnings.filterwarnings(
-                "ignore", "It is not recommended to initialize", UserWarning
-            )
-            cp, errors = parafac(
-                self.M,
-                rank,
-                n_iter_max=max_iter,
-                init=tl.cp_tensor.CPTensor((np.ones(rank), U0)),
-                tol=tol,
-                linesearch=linesearch,
-                # unnormalized factors make the r x r solves depend on the column
-                # scales, which drift apart on degenerate fits (see _als); tensorly
-                # 0.10 fails on a matrix with it (a singular solve), so not for m = 2
-                normalize_factors=self.M.ndim > 2,
-                return_errors=True,
-            )
-        errors = [float(e) for e in errors]
-        n_iter = len(errors)
-        converged = bool(tol and n_iter >= 2 and abs(errors[-2] - errors[-1]) < tol)
-        return cp.weights, list(cp.factors), n_iter, converged, errors
-
     def path(
-        self,
-        ranks: Sequence[int],
-        *,
-        init,
-        warm_start: bool,
-        random_state,
-        max_iter: int,
-        tol: float,
-        n_init: int | str = "auto",
-        linesearch: bool = True,
+        self, ranks: Sequence[int], params: SolverParams, *, warm_start: bool = False
     ) -> dict[int, tuple]:
         """Decompose M at every rank; ``{r: (weights, factors, info, seconds)}``.
 
         Each rank runs the starts of :meth:`decompose` from a generator seeded
         afresh with an int ``random_state``, so it equals a standalone fit (a
-        Generator passed in cannot be re-seeded and is used in turn). ``"auto"`` is
+        Generator passed in cannot be re-seeded and is used in turn). ``init="auto"`` is
         resolved once for the whole path (:meth:`auto_init`), so every rank uses
         the same kind of start. With ``warm_start`` the ranks are visited in
         increasing order and the previous rank's solution plus the next columns of
-        ``init`` is one more start: the path's result at a rank is then never worse
-        than the standalone fit, and differs from it only where the warm start
+        ``params.init`` is one more start: the path's result at a rank is then never
+        worse than the standalone fit, and differs from it only where the warm start
         found a lower error.
         """
         from time import perf_counter
 
-        from ._als import init_factors
-        from ._validation import as_generator
+        from .._validation import as_generator
+        from .als import init_factors
 
+        init, random_state = params.init, params.random_state
         if isinstance(init, str) and init == "auto":
             init = self.auto_init(ranks)
+            params = replace(params, init=init)
         out = {}
         previous = None
         order = sorted(set(ranks)) if warm_start else list(dict.fromkeys(ranks))
@@ -571,14 +544,7 @@ class MomentEngine:
                     ]
                 ]
             weights, factors, info = self.decompose(
-                r,
-                init=init,
-                max_iter=max_iter,
-                tol=tol,
-                rng=rng,
-                n_init=n_init,
-                linesearch=linesearch,
-                extra_starts=extra,
+                r, params, rng=rng, extra_starts=extra
             )
             previous = [factors[0] * weights, *factors[1:]]
             out[r] = (weights, factors, info, perf_counter() - t)
@@ -594,28 +560,3 @@ class MomentEngine:
                 ", broke down" if info.get("broke_down") else "",
             )
         return out
-
-
-def fit_ranks(engine: MomentEngine, name: str, ranks, setup_s: float, **solver):
-    """Fit every rank of ``ranks`` on ``engine``: the rank path of TCCA and KTCCA.
-
-    ``solver`` are :meth:`MomentEngine.path`'s keywords. Returns ``{r: dict}``
-    with the factors, weights, correlations rho_k of the training data (Theorem 1,
-    exact for every k), the fit's seconds (its own ALS plus the shared
-    ``setup_s``; the lazy build of M or ||M||^2 falls in the first rank's share)
-    and the engine's info; each estimator adds its own projections.
-    """
-    from ._validation import named_als_failure
-
-    with named_als_failure(name, max(ranks)):
-        fits = engine.path(ranks, **solver)
-    return {
-        r: {
-            "factors": factors,
-            "weights": weights,
-            "correlations": engine.correlations(factors),
-            "fit_seconds": setup_s + seconds,
-            **info,
-        }
-        for r, (weights, factors, info, seconds) in fits.items()
-    }

@@ -1,10 +1,10 @@
-"""The per-chunk work of the Dask engine (:mod:`._dask`): kernels and tree sums.
+"""The per-chunk work of the Dask engine (:mod:`.dask`): kernels and tree sums.
 
 Each pass over Dask views is one task per row chunk, which calls one of the
 ``_chunk_*`` kernels below on chunk k of every view (read inside the task when the
 views come from a store: :func:`_inline_sources`), and a tree sum of the partial
 results, ``SPLIT_EVERY`` at a time, so that results do not depend on scheduling.
-The kernels do the arithmetic of :class:`._tensors.ImplicitMoment` on one chunk.
+The kernels do the arithmetic of :class:`.implicit.ImplicitMoment` on one chunk.
 """
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ import numpy as np
 import scipy.sparse as sp
 from dask import delayed
 
-from ._tensors import _block_rows, _gram_block, _prod
-from ._validation import check_magnitude
+from .._validation import check_magnitude
+from .implicit import _gram_block
+from .sparse import _prod
+from .views import _block_rows
 
 #: Partial results merged per task of the tree reductions.
 SPLIT_EVERY = 8
@@ -223,7 +225,7 @@ def _chunk_slab(order, j0: int, j1: int, means, Ws, *blocks) -> np.ndarray:
     """Y_f^T (Y_2[:, j0:j1] kr_rows Y_3 ... ) over this chunk's rows (not / N).
 
     The row-wise Khatri-Rao product is formed by blocks of rows of at most 64 MB,
-    as in :func:`._tensors._unfolding_slabs`.
+    as in :func:`.implicit._unfolding_slabs`.
     """
     Y = _whiten(blocks, means, Ws)
     Y = [Y[p] for p in order]

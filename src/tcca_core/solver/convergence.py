@@ -1,7 +1,7 @@
 """What a fit says when ALS stops short: the ConvergenceWarning and its wording.
 
 A fit that ran out of sweeps, broke down (its error rose above its lowest, see
-:func:`._als.broke_down`) or diverged warns, saying how far the error still moved
+:func:`.als.broke_down`) or diverged warns, saying how far the error still moved
 so that a user can judge whether more sweeps matter; an ``eps`` that swamps the
 views' covariances is named first, since no number of sweeps helps there.
 """
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ._als import BREAKDOWN, WINDOW, broke_down
+from .als import BREAKDOWN, WINDOW, broke_down
 
 __all__ = ["convergence_message", "swamped_message", "warn_unconverged"]
 

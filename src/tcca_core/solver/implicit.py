@@ -1,4 +1,4 @@
-"""The whitened moment tensor M = (1/N) sum_n y_1n o y_2n o ... o y_mn, two ways.
+"""The "implicit" engine: M = (1/N) sum_n y_1n o ... o y_mn, never formed.
 
 Rows are samples: Y_p is N x d_p and y_pn its n-th row. For TCCA,
 Y_p = (X_p - mean_p) (C_pp + eps I)^(-1/2) and M is the paper's whitened covariance
@@ -17,202 +17,29 @@ tensor-free form:
   "sparse": from the sparse raw moments (:func:`_sparse_moment`) when every view is
   sparse (given so, or dense but mostly zeros) and prod_p d_p is small.
 
-The dense route (:func:`dense_moment`) builds M itself, O(N prod_p d_p) time (or the
-sparse-moment cost for sparse views) and O(prod_p d_p) memory; it is the paper's
-route and the reference for the tests. Its MTTKRP (:func:`dense_mttkrp`) reuses the
-contraction with the last factor across the first m - 1 modes of a sweep, so a sweep
-costs two passes over M instead of m.
+The "dense" engine (:mod:`.dense`) builds M itself instead.
 """
 
 from __future__ import annotations
 
-import logging
 import weakref
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
-from ._sparse_moments import (  # noqa: F401  (re-exported for the engines)
-    _SPARSE_OP_COST,
-    _prod,
-    _sparse_forms,
-    _sparse_moment,
-    csr_rows_dot_add,
-    csr_rows_tdot_add,
-    sparse_moment_cost,
-)
-
-# Per-rank progress of long rank paths (the pipeline's job logs show it).
-logger = logging.getLogger(__name__)
+from .sparse import _prod, _sparse_moment, sparse_moment_cost
+from .views import _BLOCK_BYTES, WhitenedView, _block_rows, sparse_forms
 
 __all__ = [
-    "WhitenedView",
     "ImplicitMoment",
     "correlations",
-    "DENSE_MAX_BYTES",
+    "mode_gram_costs",
     "norm_costs",
 ]
 
-#: Largest dense tensor the "auto" engine choice will build (bytes).
-DENSE_MAX_BYTES = 2 * 1024**3
-
-_BLOCK_BYTES = 64 * 1024**2
-
-#: A dense view with at most this fraction of non-zeros (one-hot, bag-of-words)
-#: also keeps a sparse copy, so M can be built from sparse moments.
-SPARSE_DENSITY = 0.1
-
 #: Largest tensor the implicit engine builds transiently for ||M||^2 ("sparse" route).
 _NORM_DENSE_MAX_BYTES = 256 * 1024**2
-
-
-class WhitenedView:
-    """One view's whitened data Y = (X - mean) @ W, with X dense or sparse.
-
-    A dense X is whitened once, on first use of :attr:`Y` (Y has the size of X); a
-    dense engine that builds M from sparse moments never needs it. A sparse X is
-    not densified (``is_sparse``): products with Y are taken as
-    X @ (W U) - 1 (mean^T W U), and :meth:`rows` densifies only a block of rows at
-    a time; unless it is not sparse enough for that to pay and Y is small
-    (:func:`_dense_pays`, e.g. Ads' 25%-dense binary views), then it is whitened
-    to a dense Y like a dense X.
-
-    ``sparse`` is ``(X as CSR, mean, W)`` when a sparse form exists: for sparse X,
-    and for a dense X with at most ``SPARSE_DENSITY`` non-zeros (one-hot data given
-    as a dense array), whose CSR copy is then kept for the moment build.
-    """
-
-    def __init__(self, X, mean: np.ndarray | None = None, W: np.ndarray | None = None):
-        self.N, d = X.shape
-        self.d = d if W is None else W.shape[1]
-        self.sparse: tuple[Any, np.ndarray, np.ndarray] | None = None
-        self.is_sparse = sp.issparse(X)
-        self._Y: np.ndarray | None = None
-        self._dense: tuple[Any, np.ndarray | None, np.ndarray | None] | None = None
-        if self.is_sparse:
-            self.X = sp.csr_matrix(X)
-            self.mean = np.zeros(d) if mean is None else mean
-            self.W = np.eye(d) if W is None else W
-            self.sparse = (self.X, self.mean, self.W)
-            if _dense_pays(self.N, d, self.d, self.X.nnz):
-                # not sparse enough for sparse products to beat GEMMs on a small Y
-                self.is_sparse = False
-                self._dense = (self.X, self.mean, self.W)
-        else:
-            self._dense = (X, mean, W)
-            if X.size and np.count_nonzero(X) <= SPARSE_DENSITY * X.size:
-                self.sparse = (
-                    sp.csr_matrix(X),
-                    np.zeros(d) if mean is None else mean,
-                    np.eye(d) if W is None else W,
-                )
-
-    @property
-    def Y(self) -> np.ndarray | None:
-        """The dense whitened data (None for a sparse view), computed once."""
-        if self._Y is None and self._dense is not None:
-            X, mean, W = self._dense
-            if sp.issparse(X):
-                assert mean is not None  # a sparse X is kept with its mean
-                Y = np.asarray(X @ W) - mean @ W
-            else:
-                Y = X if mean is None else X - mean
-                Y = Y if W is None else Y @ W
-            self._Y = np.ascontiguousarray(Y)
-            self._dense = None
-        return self._Y
-
-    @property
-    def nnz_per_row(self) -> float:
-        """Mean non-zeros per row of the sparse form (d when there is none)."""
-        if self.sparse is None:
-            return float(self.d)
-        return self.sparse[0].nnz / max(self.N, 1)
-
-    def dot(self, U: np.ndarray) -> np.ndarray:
-        """Y @ U, shape (N, r)."""
-        if not self.is_sparse:
-            Y = self.Y
-            assert Y is not None  # a dense view always has Y
-            return Y @ U
-        out = np.empty((self.N, np.shape(U)[1]))
-        self.dot_rows(0, self.N, self.operand(U), out)
-        return out
-
-    def tdot(self, H: np.ndarray) -> np.ndarray:
-        """Y.T @ H, shape (d, r)."""
-        if not self.is_sparse:
-            Y = self.Y
-            assert Y is not None  # a dense view always has Y
-            return Y.T @ H
-        XtH = np.asarray(self.X.T @ H) - np.outer(self.mean, H.sum(axis=0))
-        return self.W.T @ XtH
-
-    def operand(self, U: np.ndarray):
-        """Return what :meth:`dot_rows` multiplies by: U, or (W U, mean^T W U)."""
-        if not self.is_sparse:
-            return U
-        WU = np.ascontiguousarray(self.W @ U, dtype=np.float64)
-        return WU, self.mean @ WU
-
-    def dot_rows(self, start: int, stop: int, operand, out: np.ndarray) -> None:
-        """Write Y[start:stop] @ U into ``out`` (``operand``: :meth:`operand`'s).
-
-        A sparse view's block is centred, then X (W U) is added in place.
-        """
-        if not self.is_sparse:
-            Y = self.Y
-            assert Y is not None  # a dense view always has Y
-            np.matmul(Y[start:stop], operand, out=out)
-            return
-        WU, shift = operand
-        out[:] = -shift
-        csr_rows_dot_add(self.X, start, stop, WU, out)
-
-    def tdot_rows(self, start: int, stop: int, H: np.ndarray, acc: np.ndarray) -> None:
-        """Add Y[start:stop].T @ H to ``acc`` (sparse: X's, see :meth:`tdot_finish`)."""
-        if self.is_sparse:
-            csr_rows_tdot_add(self.X, start, stop, H, acc)
-            return
-        Y = self.Y
-        assert Y is not None  # a dense view always has Y
-        acc += Y[start:stop].T @ H
-
-    def tdot_finish(self, acc: np.ndarray, colsum: np.ndarray) -> np.ndarray:
-        """Y.T @ H from :meth:`tdot_rows`' sum over all rows and H's column sums."""
-        if not self.is_sparse:
-            return acc
-        return self.W.T @ (acc - np.outer(self.mean, colsum))
-
-    def rows(self, start: int, stop: int) -> np.ndarray:
-        """Dense block Y[start:stop]."""
-        if not self.is_sparse:
-            Y = self.Y
-            assert Y is not None  # a dense view always has Y
-            return Y[start:stop]
-        return (self.X[start:stop].toarray() - self.mean) @ self.W
-
-
-#: Relative cost of a sparse-times-dense multiply-add (scipy, one thread) to a
-#: GEMM flop, for :func:`_dense_pays`.
-_SPARSE_MATMUL_COST = 8.0
-
-
-def _dense_pays(N: int, d_in: int, d: int, nnz: int) -> bool:
-    """Decide whether a sparse view is whitened to a dense Y for the implicit products.
-
-    It is when Y fits in 256 MB and 2 N d flops of GEMM per product beat nnz
-    sparse multiply-adds plus the 2 d_in d flops of W U.
-    """
-    if 8.0 * N * d > 4 * _BLOCK_BYTES:
-        return False
-    return 2.0 * N * d < _SPARSE_MATMUL_COST * nnz + 2.0 * d_in * d
-
-
-def _block_rows(N: int, row_bytes: int) -> int:
-    return int(max(1, min(N, _BLOCK_BYTES // max(row_bytes, 1))))
 
 
 #: Projections Y_q U_q kept per mode: two (the current factor's and the one before,
@@ -374,7 +201,7 @@ class ImplicitMoment:
         """||M||_F^2, exactly, by ``method`` (default: :meth:`norm_method`)."""
         method = self.norm_method() if method is None else method
         if method == "sparse":
-            M = _sparse_moment(_sparse_forms(self.views))
+            M = _sparse_moment(sparse_forms(self.views))
             return float(np.vdot(M, M))
         if method == "unfolding":
             return _unfolding_norm_sq(self.views)
@@ -398,7 +225,7 @@ class ImplicitMoment:
             )
             method = min(costs, key=costs.__getitem__)
         if method == "sparse":
-            return _dense_mode_grams(_sparse_moment(_sparse_forms(self.views)))
+            return _dense_mode_grams(_sparse_moment(sparse_forms(self.views)))
         if method == "unfolding":
             return _unfolding_mode_grams(self.views)
         if method != "gram":

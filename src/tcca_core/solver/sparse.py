@@ -11,13 +11,9 @@ the implicit engine's products of a block of sparse rows, in place.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
-
-if TYPE_CHECKING:
-    from ._tensors import WhitenedView
 
 #: Cost of one sparse multiply-add (row-wise Kronecker product, sparse-sparse
 #: product) relative to one GEMM flop, in the cost models.
@@ -76,17 +72,6 @@ def csr_rows_tdot_add(X, start: int, stop: int, H: np.ndarray, out: np.ndarray) 
 
 def _prod(values) -> float:
     return float(np.prod(np.asarray(list(values), dtype=float)))
-
-
-def _sparse_forms(
-    views: Sequence[WhitenedView],
-) -> list[tuple[Any, np.ndarray, np.ndarray]]:
-    """Return every view's sparse form ``(X as CSR, mean, W)``; all must have one."""
-    forms = []
-    for v in views:
-        assert v.sparse is not None, "every view needs a sparse form"
-        forms.append(v.sparse)
-    return forms
 
 
 def sparse_moment_cost(N: int, dims: Sequence[int], nnz: Sequence[float]) -> float:

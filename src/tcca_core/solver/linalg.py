@@ -179,7 +179,7 @@ class LinearProjectionMixin:
         """[Z_1 ... Z_k] with Z_p = (X_p - mean_p) W_p, stacked or as a list."""
         from sklearn.utils.validation import check_is_fitted
 
-        from ._validation import check_views
+        from .._validation import check_views
 
         check_is_fitted(self, "projections_")
         views = check_views(views, min_samples=1, n_features=self.n_features_in_)
@@ -190,4 +190,5 @@ class LinearProjectionMixin:
         return Z if per_view else np.hstack(Z)
 
     def fit_transform(self, views, y=None, per_view: bool = False):
+        """Fit, then transform the same views."""
         return self.fit(views).transform(views, per_view=per_view)
