@@ -68,7 +68,6 @@ from tcca_core.pipeline.rows import (
     write_rows,
 )
 from tcca_core.protocol import select_per_split
-from test_staleness import NOT_REMADE
 
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 FIXTURE = yaml.safe_load((REPO / ".test" / "config" / "config.yaml").read_text())
@@ -684,16 +683,9 @@ def _committed_rows() -> list[str]:
 
 
 def test_the_published_results_are_those_of_their_committed_rows():
-    if not _committed_rows():
-        pytest.skip(
-            "no per-fit rows are committed under results/rows/ yet: they come with "
-            "the next run of the full grid (issue #34), and from then on this test "
-            "recomputes every published number from them"
-        )
-    # Every table cell, and every investigation made again from the published grid's
-    # code; the others (NOT_REMADE, issue #34) are the run before's, and no rows of
-    # their runs are committed yet.
-    remade = {s: v for s, v in INVESTIGATIONS.items() if s not in NOT_REMADE}
+    assert _committed_rows(), "no per-fit rows are committed under results/rows/"
+    # every table cell, and every investigation output made from run rows
+    remade = dict(INVESTIGATIONS)
     report = check_published(
         REPO / "results", investigations=REPO / "investigations", registry=remade
     )

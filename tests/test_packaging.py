@@ -59,7 +59,15 @@ def test_license_and_citation():
 
     cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
     assert cff["cff-version"] == "1.2.0"
-    assert cff["version"] == PYPROJECT["project"]["version"]
+    from packaging.version import Version
+
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    # the citation names the latest release (CHANGELOG.md's latest released heading);
+    # the package may be a development version after it
+    released = re.findall(r"^## (\d+\.\d+\.\d+)(?!.*unreleased)", changelog, re.M)
+    assert cff["version"] == released[0], (cff["version"], released)
+    assert str(cff["date-released"]) in changelog
+    assert Version(PYPROJECT["project"]["version"]) >= Version(cff["version"])
     assert cff["license"] == PYPROJECT["project"]["license"]
     paper = cff["preferred-citation"]
     assert paper["doi"] == "10.1109/TKDE.2015.2445757"

@@ -36,6 +36,19 @@ def manifest():
     return release.read_manifest(REPO)
 
 
+@pytest.fixture(scope="module")
+def head_status():
+    """The check of this library against the release: the sentinel refit."""
+    return release.check_head(REPO)
+
+
+@pytest.fixture(scope="module")
+def verified(head_status):
+    """The code of this tree as the check found it: each number-neutral method's
+    executed modules (a changed module is then seen against this tree)."""
+    return head_status["verified"]
+
+
 # ------------------------------------------------------------ module digests
 
 
@@ -129,6 +142,8 @@ def test_every_method_has_its_fit_code_and_only_that(manifest):
         "tcca_core/model_selection.py",
         "tcca_core/_dask.py",
         "tcca_core/_dask_chunks.py",
+        "tcca_core/solver/dask.py",
+        "tcca_core/solver/dask_chunks.py",
         "tcca_core/pipeline/sentinel.py",
     ):
         assert idle not in everything, idle
@@ -150,15 +165,15 @@ def _edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1))
 
 
-def test_messages_and_unexecuted_code_stale_nothing(tmp_path, manifest):
-    """A log message in the solver and a change to compose.py leave every output
-    current; the release's own tree has no change at all."""
+def test_messages_and_unexecuted_code_stale_nothing(tmp_path, manifest, verified):
+    """A log message in the solver, a change to compose.py and one to the Dask
+    engine leave every output current (no fit executes the last two)."""
     copy = _copy(tmp_path)
-    assert release.code_changes(manifest, REPO, package=copy) == release.code_changes(
-        manifest, REPO
-    )
+    here = release.code_changes(manifest, REPO, verified=verified)
+    assert here["methods"] == {}  # the tree as the check found it
+    assert release.code_changes(manifest, REPO, package=copy, verified=verified) == here
     _edit(
-        copy / "_engine.py",
+        copy / "solver" / "engine.py",
         '"rank %d (%d/%d): %d ALS sweeps',
         '"rank %d (%d of %d): %d sweeps',
     )
@@ -167,30 +182,46 @@ def test_messages_and_unexecuted_code_stale_nothing(tmp_path, manifest):
         "from __future__ import annotations",
         "from __future__ import annotations\n\n_UNUSED = 1",
     )
-    changes = release.code_changes(manifest, REPO, package=copy)
-    assert changes["methods"] == release.code_changes(manifest, REPO)["methods"]
+    dask = copy / "solver" / "dask.py"
+    dask.write_text(dask.read_text() + "\n_CHUNK_FLOOR = 2\n")
+    changes = release.code_changes(manifest, REPO, package=copy, verified=verified)
+    assert changes == here
 
 
-def test_a_numeric_change_to_the_als_names_its_methods(tmp_path, manifest):
-    copy = _copy(tmp_path)
-    _edit(copy / "_tcca.py", "tol: float = 1e-5", "tol: float = 1e-4")
-    changes = release.code_changes(manifest, REPO, package=copy)
-    assert {"tcca", "tcca_nc", "ktcca"} <= set(changes["methods"])
-    assert "cca_bst" not in changes["methods"] and "bsf" not in changes["methods"]
-    assert changes["methods"]["tcca"] == ["tcca_core/_tcca.py"]
+def test_a_numeric_change_names_its_methods(tmp_path, manifest, verified):
+    """A changed ALS constant is a change of the fit code of TCCA, its uncentered
+    variant and KTCCA, a changed default of TCCA (its tolerance) of the first
+    two, and neither of any other method (compared with this tree as checked)."""
+    here = release.code_changes(manifest, REPO, verified=verified)
+
+    def grown(edit):
+        copy = _copy(tmp_path / edit[0].replace("/", "_"))
+        _edit(copy / edit[0], edit[1], edit[2])
+        changes = release.code_changes(manifest, REPO, package=copy, verified=verified)
+        out = {
+            m: sorted(set(mods) - set(here["methods"].get(m, ())))
+            for m, mods in changes["methods"].items()
+        }
+        return {m: mods for m, mods in out.items() if mods}
+
+    als = grown(("solver/als.py", "WINDOW = 5", "WINDOW = 6"))
+    assert set(als) == {"tcca", "tcca_nc", "ktcca"}, als
+    assert als["ktcca"] == ["tcca_core/solver/als.py"]
+    tol = grown(("_tcca.py", "tol: float = 1e-5", "tol: float = 1e-4"))
+    assert set(tol) == {"tcca", "tcca_nc"}, tol
 
 
 # ------------------------------------------------------------- the sentinel
 
 
-def test_sentinel_at_head(record_property):
+def test_sentinel_at_head(record_property, head_status):
     """Refit the sentinel set at this library and compare with the release.
 
     It passes whether or not numbers moved (a change that moves numbers is
     allowed; it is reported, in the terminal summary and by the command); at the
     release's own code it must be identical (the fits are deterministic).
     """
-    status = release.check_head(REPO)
+    status = head_status
     text = release.status_text(status)
     record_property("sentinel", text)
     verdict = status["sentinel"]
@@ -311,12 +342,34 @@ def test_release_section_neutral_and_moved(manifest):
     assert "| KTCCA | 0 | 1 | 0 | 1e-09 |" in moved
 
 
+def _release_tree(tmp_path, manifest) -> Path:
+    """The release's library, scripts and published summary, from git history."""
+    import subprocess
+    import tarfile
+
+    tree = tmp_path / "release"
+    tree.mkdir()
+    archive = tmp_path / "release.tar"
+    subprocess.run(
+        ["git", "archive", "-o", str(archive), manifest["cut_from"], "--",
+         "src/tcca_core", "investigations", "results/summary.json"],
+        cwd=REPO, check=True, capture_output=True,
+    )  # fmt: skip
+    with tarfile.open(archive) as tar:
+        tar.extractall(tree, filter="data")
+    (tree / "release").mkdir()
+    shutil.copy(REPO / release.MANIFEST, tree / release.MANIFEST)
+    return tree
+
+
 def test_the_strict_release_check_passes_at_the_release_and_fails_after(
     tmp_path, manifest
 ):
-    assert release.release_problems(REPO) == []
-    copy = _copy(tmp_path)
-    _edit(copy / "_tcca.py", "tol: float = 1e-5", "tol: float = 1e-4")
-    problems = release.release_problems(REPO, package=copy)
+    tree = _release_tree(tmp_path, manifest)
+    package = tree / "src" / "tcca_core"
+    assert release.release_problems(tree, package=package) == []
+    _edit(package / "_tcca.py", "tol: float = 1e-5", "tol: float = 1e-4")
+    problems = release.release_problems(tree, package=package)
     assert any(p.startswith("tcca: fit code changed") for p in problems), problems
     assert any(p.startswith("ktcca: fit code changed") for p in problems), problems
+    assert not any(p.startswith("bsf:") for p in problems), problems

@@ -60,5 +60,10 @@ rule sentinel:
         repo=str(REPO),
     message:
         "Refitting the sentinel set: is this library number-neutral to the release?"
-    shell:
-        "python -m tcca_core.pipeline.sentinel --repo {params.repo:q} 2> {log:q}"
+    run:
+        from snakemake.exceptions import WorkflowError
+        from tcca_core.pipeline.sentinel import main
+
+        with open(log[0], "w") as stream:
+            if main(["--repo", params.repo], progress=stream):
+                raise WorkflowError(f"the sentinel could not run: see {log[0]}")

@@ -435,7 +435,7 @@ def check_or_raise(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m tcca_core.pipeline.published --check | --check-release | --bundle``."""
+    """Run ``python -m tcca_core.pipeline.published`` (check, release, bundle)."""
     ap = argparse.ArgumentParser(
         prog="python -m tcca_core.pipeline.published",
         description=__doc__.split("\n\n")[0] if __doc__ else None,

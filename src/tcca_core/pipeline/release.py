@@ -179,13 +179,17 @@ def code_changes(
     repo: str | os.PathLike = ".",
     *,
     package: str | os.PathLike | None = None,
+    verified: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict:
     """Which recorded code differs now, without refitting anything.
 
     Returns ``{"methods": {method: [modules]}, "data": [modules], "scripts":
     [scripts]}``, each listing only what changed (a deleted or moved module
-    counts as changed). ``package``: the ``tcca_core`` folder to read (default:
-    the one imported); scripts are read from ``repo``.
+    counts as changed). A method's code is compared with ``verified[method]``
+    where given (the modules its fits executed at the last check that found
+    them number-neutral, :func:`check_head`), else with the release's.
+    ``package``: the ``tcca_core`` folder to read (default: the one imported);
+    scripts are read from ``repo``.
     """
     repo = Path(repo)
     root = PACKAGE.parent if package is None else Path(package).parent
@@ -196,7 +200,7 @@ def code_changes(
 
     methods = {}
     for method, mods in manifest["methods"].items():
-        moved = changed(mods, root)
+        moved = changed((verified or {}).get(method, mods), root)
         if moved:
             methods[method] = moved
     return {
@@ -213,12 +217,6 @@ def stale_outputs(manifest: Mapping, changes: Mapping, moved: Sequence[str]) -> 
     but whose fits did not is number-neutral: its outputs stay current.
     """
     out = [f"the fit rows of {m} (results/rows/, its cells)" for m in moved]
-    if changes["data"]:
-        out.append(
-            "every fit row: the data code changed ("
-            + ", ".join(changes["data"])
-            + "), which the sentinel does not refit"
-        )
     common = SCRIPT_COMMON in changes["scripts"]
     for script in manifest["scripts"]:
         stem = Path(script).stem
@@ -235,23 +233,35 @@ def check_head(
     """Check the library at HEAD against the release: code, then the sentinel.
 
     Returns the status that :func:`record` writes: ``release``, ``commit``,
-    ``dirty``, ``changes`` (:func:`code_changes`), ``sentinel`` (the verdict of
-    :func:`tcca_core.pipeline.sentinel.compare`, None without ``refit``), and
-    ``environment_matches`` (whether this machine and its numerics are the
-    release sentinel's: if not, a difference may be rounding, and the status
-    says so).
+    ``dirty``, ``changes`` (:func:`code_changes`, against the code the last
+    recorded check found number-neutral, else the release's), ``sentinel`` (the
+    verdict of :func:`tcca_core.pipeline.sentinel.compare`, None without
+    ``refit``), ``environment_matches`` (whether this machine and its numerics
+    are the release sentinel's: if not, a difference may be rounding, and the
+    status says so), ``stale`` (:func:`stale_outputs`) and ``verified``: per
+    method whose sentinel fits are the release's, the modules they executed
+    here and their digests (what the next check compares with).
     """
     from ..reporting.provenance import tree_state
     from .sentinel import compare, read_baseline, run_sentinel
 
     repo = Path(repo)
     manifest = read_manifest(repo)
-    changes = code_changes(manifest, repo)
+    before = read_status(repo) or {}
+    verified = dict(before.get("verified") or {})
+    if before.get("release") != manifest["version"]:
+        verified = {}  # a check against another release vouches for nothing here
+    changes = code_changes(manifest, repo, verified=verified)
     verdict = None
     if refit:
         baseline = read_baseline(repo / SENTINEL)
-        rows, fits, _ = run_sentinel(progress=progress)
+        rows, fits, modules = run_sentinel(progress=progress)
         verdict = compare(baseline, rows, fits)
+        for method, mods in modules.items():
+            if method in verdict["moved"]:
+                verified.pop(method, None)
+            else:
+                verified[method] = module_digests(mods)
     state = tree_state(repo)
     moved = list((verdict or {}).get("moved", {}))
     return {
@@ -262,6 +272,7 @@ def check_head(
         "sentinel": verdict,
         "environment_matches": _environment() == manifest.get("environment"),
         "stale": stale_outputs(manifest, changes, moved),
+        "verified": verified,
     }
 
 
@@ -277,7 +288,10 @@ def status_text(status: Mapping) -> str:
         for m, mods in ch["methods"].items():
             lines.append(f"code: {m}'s fit code changed: {', '.join(mods)}")
         if ch["data"]:
-            lines.append(f"code: data code changed: {', '.join(ch['data'])}")
+            lines.append(
+                "code: data code changed (the sentinel does not prepare data "
+                f"sets): {', '.join(ch['data'])}"
+            )
         if ch["scripts"]:
             lines.append(f"code: scripts changed: {', '.join(ch['scripts'])}")
     if status["sentinel"] is not None:

@@ -499,7 +499,7 @@ def verdict_text(result: Mapping) -> str:
 # ----------------------------------------------------------------- command
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, progress=sys.stderr) -> int:
     """Refit and compare (``python -m tcca_core.pipeline.sentinel``).
 
     Exit status 0 when it ran (neutral or not), 2 when it could not.
@@ -530,7 +530,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--quiet", action="store_true", help="no progress lines")
     args = ap.parse_args(argv)
     repo = Path(args.repo)
-    progress = None if args.quiet else sys.stderr
+    progress = None if args.quiet else progress
     if args.baseline:
         path = release.cut(repo, progress=progress)
         print(f"sentinel: baseline written to {path}")

@@ -64,35 +64,41 @@ def release_section(manifest: Mapping | None, status: Mapping | None) -> str:
     if status.get("dirty"):
         commit += " (with uncommitted changes)"
     ch = status.get("changes") or {}
-    changed = sorted(
-        {m for mods in (ch.get("methods") or {}).values() for m in mods}
-        | set(ch.get("data") or ())
-    )
+    fit_code = sorted({m for mods in (ch.get("methods") or {}).values() for m in mods})
     sentinel = status.get("sentinel") or {}
     moved = sentinel.get("moved") or {}
-    if not changed and not ch.get("scripts") and not moved:
-        body = (
-            f"Checked at commit {commit} ({_RECORD}): no module that a published "
-            "output executes has changed since the release, and the sentinel refit "
-            "gave identical rows and fits."
+    notes = []
+    if ch.get("data"):
+        notes.append(
+            "The data code differs from the release's ("
+            + ", ".join(_code(m) for m in ch["data"])
+            + "); the sentinel does not prepare the data sets, so this check does "
+            "not cover it."
         )
-        return f"{head}\n\n{body}"
+    if ch.get("scripts"):
+        notes.append(
+            "Investigation scripts changed ("
+            + ", ".join(_code(s) for s in ch["scripts"])
+            + "): their outputs are the release's until they are run again."
+        )
+    tail = "".join(f" {n}" for n in notes)
     if not moved and sentinel:
-        listed = ", ".join(_code(m) for m in changed) or "none"
-        body = (
-            f"At commit {commit} code that published outputs execute has changed "
-            f"({listed}); the sentinel refit of every method gave identical rows "
-            "and fits: the change is **number-neutral**."
-        )
-        stale = [s for s in status.get("stale") or () if "data code" in s]
-        if ch.get("scripts"):
-            body += " Investigation scripts changed: " + ", ".join(
-                _code(s) for s in ch["scripts"]
+        if fit_code:
+            body = (
+                f"At commit {commit} ({_RECORD}) code that the fits execute differs "
+                "from the code last found number-neutral ("
+                + ", ".join(_code(m) for m in fit_code)
+                + "); the sentinel refit of every method gave identical rows and "
+                "fits: the change is **number-neutral**, and every published number "
+                "stays current."
             )
-            body += " (their outputs are the release's until they are run again)."
-        if stale:
-            body += " The data code changed, which the sentinel does not refit."
-        return f"{head}\n\n{body}"
+        else:
+            body = (
+                f"Checked at commit {commit} ({_RECORD}): no module that the fits "
+                "execute has changed, and the sentinel refit gave identical rows and "
+                "fits."
+            )
+        return f"{head}\n\n{body}{tail}"
     names = ", ".join(_label(m) for m in moved)
     body = (
         f"> **The library has moved since release {version}.** At commit {commit} "
@@ -102,4 +108,4 @@ def release_section(manifest: Mapping | None, status: Mapping | None) -> str:
         f"Drift on the sentinel set (small synthetic problems of every input kind, "
         f"one split, a few ranks):\n\n{drift_table(moved)}"
     )
-    return f"{head}\n\n{body}"
+    return f"{head}\n\n{body}" + (f"\n\n{tail.strip()}" if tail else "")
