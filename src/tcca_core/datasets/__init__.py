@@ -44,7 +44,7 @@ from ._download import (
     UnsafeArchiveError,
     WriteError,
 )
-from ._loader import availability_spec, load_spec, prepare_spec
+from ._prepared import availability_spec, load_spec, prepare_spec
 from ._manifest import read_manifest
 
 __all__ = [

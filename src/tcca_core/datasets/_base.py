@@ -14,7 +14,7 @@ identically for every data set:
   means the prepared files are complete. It is the target of the Snakemake rule.
   Whether the prepared files are up to date is decided in :mod:`._manifest`.
 
-:mod:`._loader` fetches, prepares and loads a data set from its spec.
+:mod:`._prepared` fetches, prepares and loads a data set from its spec.
 """
 
 from __future__ import annotations
