@@ -1,8 +1,28 @@
-"""Fetch, prepare and load one data set from its :class:`~._base.DatasetSpec`.
+"""The prepared data of a data set: its files, whether they are up to date, making them.
 
-An up-to-date folder is read without taking the lock or writing anything, so
-prepared data on read-only storage (or in another user's folder) load. Prepared
-files that fail to read are prepared again once, with a warning.
+Everything a data set's :class:`~._base.DatasetSpec` does not say itself is done here,
+identically for every data set (``datasets.load`` and ``datasets.prepare`` hand the
+spec down, and it comes back as a :class:`~._base.Dataset`):
+
+- ``<root>/prepared/<name>/views.npz`` holds the views (dense arrays, or CSR
+  components in the smallest integer types, one-hot views without a data array), the
+  labels and any extra arrays, with fixed zip timestamps so that its bytes depend on
+  the arrays only. It is read with ``allow_pickle=False``: it never holds an object
+  array (:class:`UnsafeFileError`).
+- ``<root>/prepared/<name>/manifest.json`` describes them (shapes, label counts,
+  sha256 of the inputs, source, options) and is written last, so its presence means
+  the prepared files are complete. It is the target of the Snakemake rule.
+- The prepared files are reused when the manifest's format version, options and input
+  checksums still match what the code pins, and ``views.npz`` is the file the manifest
+  describes: same size and modification time (cheap), or, when the time differs or on
+  request (``verify=True``), the same sha256. Otherwise the data set is prepared
+  again; a corrupted ``views.npz`` (a digest mismatch, or a file that fails to read:
+  zip CRC errors catch flipped bits) is prepared again with a warning.
+- An up-to-date folder is read without taking the lock or writing anything, so
+  prepared data on read-only storage (or in another user's folder) load.
+
+The raw files come from the spec's ``fetch`` (through :mod:`._download`), the views
+from its ``build``.
 """
 
 from __future__ import annotations
@@ -21,29 +41,289 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._io import atomic_write
-from ._base import Dataset, DatasetSpec, Prepared, _jsonable, split_options
+from ._base import Dataset, DatasetSpec, Prepared
 from ._files import _write_error, sha256_file
 from ._lock import file_lock
-from ._manifest import (
-    FORMAT_VERSION,
-    MANIFEST,
-    _cache_is_valid,
-    _input_record,
-    _label_counts,
-    _stale_reason,
-    read_manifest,
-)
-from ._views_file import (
-    VIEWS_FILE,
-    UnsafeFileError,
-    _read_view,
-    _view_arrays,
-    _write_npz,
-)
 
-# The logger of the prepared-file machinery, as before _base.py was split: the
-# messages (docs/troubleshooting.md quotes one) keep their logger name.
-logger = logging.getLogger("tcca_core.datasets._base")
+logger = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+VIEWS_FILE = "views.npz"
+
+
+# --------------------------------------------------------------------------- options
+
+
+def _jsonable(value):
+    return json.loads(json.dumps(value))
+
+
+def split_options(spec: DatasetSpec, options: Mapping[str, Any]):
+    """Split user options into (prepare, load) dicts with defaults filled in."""
+    unknown = set(options) - set(spec.prepare_options) - set(spec.load_options)
+    if unknown:
+        allowed = sorted(set(spec.prepare_options) | set(spec.load_options))
+        raise ValueError(
+            f"unknown option(s) {sorted(unknown)} for data set {spec.name!r}; "
+            f"allowed: {allowed or 'none'}"
+        )
+    prep = {k: options.get(k, v) for k, v in spec.prepare_options.items()}
+    load = {k: options.get(k, v) for k, v in spec.load_options.items()}
+    try:
+        prep = _jsonable(prep)
+    except TypeError as exc:
+        raise ValueError(
+            f"options of {spec.name!r} must be JSON values: {exc}"
+        ) from exc
+    return prep, load
+
+
+# --------------------------------------------------------------------------- views.npz
+
+
+class UnsafeFileError(ValueError):
+    """A prepared file holds pickled data; it is refused instead of unpickled."""
+
+
+def _write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
+    """Write an ``.npz`` whose bytes depend only on the arrays (fixed timestamps).
+
+    A failed write (a full disk) leaves no partial file and raises ``WriteError``.
+    """
+    try:
+        with (
+            atomic_write(path) as part,
+            zipfile.ZipFile(part, "w", compression=zipfile.ZIP_DEFLATED) as zf,
+        ):
+            for key, arr in arrays.items():
+                info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info.external_attr = 0o644 << 16
+                with zf.open(info, "w", force_zip64=True) as f:
+                    np.lib.format.write_array(f, np.asarray(arr), allow_pickle=False)
+    except OSError as exc:
+        raise _write_error(path, exc) from exc
+
+
+def _small_uint(values: np.ndarray, bound: int) -> np.ndarray:
+    """``values`` (all < ``bound``) in the smallest unsigned dtype that holds them."""
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if bound <= np.iinfo(dtype).max + 1:
+            return values.astype(dtype)
+    return values.astype(np.int64)
+
+
+def _view_arrays(p: int, X) -> dict[str, np.ndarray]:
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        X.sort_indices()
+        # CSR as column numbers and per-row counts in the smallest integer types:
+        # SecStr-extra's 18M indices then take 1 byte each, and write/load fast
+        out = {
+            f"view{p}_rownnz": _small_uint(np.diff(X.indptr), X.shape[1] + 1),
+            f"view{p}_indices": _small_uint(X.indices, X.shape[1]),
+            f"view{p}_shape": np.asarray(X.shape, dtype=np.int64),
+        }
+        # one-hot and term-presence views are all ones: store no data array
+        if not (X.data.size and np.all(X.data == 1)):
+            out[f"view{p}_data"] = X.data
+        out[f"view{p}_dtype"] = np.asarray(str(X.dtype))
+        return out
+    return {f"view{p}": np.ascontiguousarray(X)}
+
+
+def _read_view(npz, p: int, fmt: str):
+    if fmt == "dense":
+        return npz[f"view{p}"]
+    shape = tuple(int(s) for s in npz[f"view{p}_shape"])
+    counts = npz[f"view{p}_rownnz"]
+    nnz = int(counts.sum(dtype=np.int64))
+    idx_dtype = np.int32 if max(nnz, shape[1]) < 2**31 else np.int64
+    indptr = np.zeros(shape[0] + 1, dtype=idx_dtype)
+    np.cumsum(counts, out=indptr[1:], dtype=idx_dtype)
+    indices = npz[f"view{p}_indices"].astype(idx_dtype)
+    dtype = np.dtype(str(npz[f"view{p}_dtype"]))
+    if f"view{p}_data" in npz.files:
+        data = npz[f"view{p}_data"]
+    else:
+        data = np.ones(indices.shape[0], dtype=dtype)
+    return sp.csr_matrix((data, indices, indptr), shape=shape)
+
+
+# --------------------------------------------------------------------------- manifest
+
+
+def _label_counts(y: np.ndarray | None, classes) -> dict | None:
+    if y is None:
+        return None
+    values, counts = np.unique(y, return_counts=True)
+    return {str(int(v)): int(c) for v, c in zip(values, counts, strict=True)}
+
+
+def _input_record(path: Path, pinned: str | None) -> dict:
+    st = path.stat()
+    return {
+        "sha256": pinned if pinned is not None else sha256_file(path),
+        "pinned": pinned is not None,
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "path": str(path.resolve()),
+    }
+
+
+def read_manifest(path: str | os.PathLike) -> dict | None:
+    """Return the parsed manifest, or ``None`` when it is missing or unreadable.
+
+    Valid JSON of the wrong shape (a list, a field of the wrong type) is
+    unreadable too: the data set is then prepared again.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            m = json.load(f)
+    except (OSError, ValueError, RecursionError):  # deep nesting: RecursionError
+        return None
+    why = _manifest_shape_problem(m)
+    if why is not None:
+        logger.info("%s has the wrong shape (%s)", path, why)
+        return None
+    return m
+
+
+def _manifest_shape_problem(m: Any) -> str | None:
+    """Say which field of a parsed manifest has the wrong type (None: none)."""
+
+    def is_int(v) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    def list_of(kind, v) -> bool:
+        return isinstance(v, list) and all(isinstance(x, kind) for x in v)
+
+    if not isinstance(m, dict):
+        return f"a {type(m).__name__}, not an object"
+    required = {
+        "format_version": is_int,
+        "dataset": lambda v: isinstance(v, str),
+        "options": lambda v: isinstance(v, dict),
+        "inputs": lambda v: isinstance(v, dict),
+        "n_samples": is_int,
+        "view_names": lambda v: list_of(str, v),
+        "view_dims": lambda v: isinstance(v, list) and all(is_int(x) for x in v),
+        "view_formats": lambda v: list_of(str, v) and set(v) <= {"dense", "csr"},
+        "files": lambda v: isinstance(v, dict),
+    }
+    optional = {
+        "extra": lambda v: list_of(str, v),
+        "info": lambda v: isinstance(v, dict),
+        "classes": lambda v: v is None or list_of(str, v),
+        "label_counts": lambda v: v is None or isinstance(v, dict),
+    }
+    for key, ok in required.items():
+        if key not in m or not ok(m[key]):
+            return f"{key!r} is missing or of the wrong type"
+    for key, ok in optional.items():
+        if key in m and not ok(m[key]):
+            return f"{key!r} is of the wrong type"
+    for name, rec in m["inputs"].items():
+        if not (
+            isinstance(rec, dict)
+            and isinstance(rec.get("sha256"), str)
+            and isinstance(rec.get("path", ""), str)
+            and all(is_int(rec.get(k, 0)) for k in ("size", "mtime_ns"))
+        ):
+            return f"input {name!r} is of the wrong shape"
+    views = m["files"].get(VIEWS_FILE)
+    if not (
+        isinstance(views, dict)
+        and is_int(views.get("size"))
+        and isinstance(views.get("sha256", ""), str)
+        and is_int(views.get("mtime_ns", 0))
+    ):
+        return f"files[{VIEWS_FILE!r}] is missing or of the wrong shape"
+    return None
+
+
+class _Corrupted(str):
+    """A reason to prepare again that means the prepared files were damaged."""
+
+
+def _stale_reason(
+    spec: DatasetSpec, pdir: Path, options: dict, pinned, verify: bool = False
+) -> str | None:
+    """Why the prepared files cannot be used (``None``: they are up to date)."""
+    m = read_manifest(pdir / MANIFEST)
+    if m is None:
+        return "no readable manifest"
+    why = None
+    if m.get("format_version") != FORMAT_VERSION:
+        why = "format version changed"
+    elif m.get("dataset") != spec.name:
+        why = "manifest is for another data set"
+    elif m.get("options") != options:
+        why = f"options changed ({m.get('options')} -> {options})"
+    else:
+        inputs = m.get("inputs", {})
+        for fname, sha in pinned.items():
+            rec = inputs.get(fname)
+            if rec is None or (sha is not None and rec.get("sha256") != sha):
+                why = f"input {fname} changed (pinned checksum differs)"
+                break
+        else:
+            for rec in inputs.values():
+                if rec.get("pinned"):
+                    continue
+                p = Path(rec.get("path", ""))
+                if not p.is_file():
+                    continue  # raw files may be deleted once prepared
+                st = p.stat()
+                if (st.st_size, st.st_mtime_ns) != (
+                    rec.get("size"),
+                    rec.get("mtime_ns"),
+                ):
+                    if sha256_file(p) != rec.get("sha256"):
+                        why = f"input {p} changed (sha256 differs from the manifest)"
+                        break
+        if why is None:
+            why = _views_file_problem(pdir / VIEWS_FILE, m, verify)
+    return why
+
+
+def _views_file_problem(f: Path, manifest: dict, verify: bool) -> str | None:
+    """Say why ``f`` is not the file the manifest describes (None if it is).
+
+    Size and mtime are compared, then the sha256 when the mtime differs (or was not
+    recorded) or ``verify`` asks.
+    """
+    rec = manifest.get("files", {}).get(VIEWS_FILE, {})
+    try:
+        st = f.stat()
+    except OSError:
+        return f"{f} is missing"
+    if st.st_size != rec.get("size"):
+        return f"{f} has the wrong size"
+    if (verify or st.st_mtime_ns != rec.get("mtime_ns")) and "sha256" in rec:
+        if sha256_file(f) != rec["sha256"]:
+            return _Corrupted(
+                f"{f} is corrupted (its sha256 differs from the manifest's)"
+            )
+    return None
+
+
+def _log_stale(spec: DatasetSpec, why: str) -> None:
+    if isinstance(why, _Corrupted):
+        logger.warning("%s: %s; preparing it again", spec.name, why)
+    else:
+        logger.info("%s: preparing again: %s", spec.name, why)
+
+
+def _cache_is_valid(
+    spec: DatasetSpec, pdir: Path, options: dict, pinned, verify: bool = False
+) -> bool:
+    why = _stale_reason(spec, pdir, options, pinned, verify)
+    if why:
+        _log_stale(spec, why)
+        return False
+    return True
 
 
 # --------------------------------------------------------------------------- prepare
@@ -78,7 +358,22 @@ def prepare_spec(
     See :func:`tcca_core.datasets.prepare`.
     """
     prep_opts, _ = split_options(spec, options or {})
-    root = Path(root)
+    return _prepare(
+        spec, Path(root), mirror, prep_opts, force=force, verify=verify, offline=offline
+    )
+
+
+def _prepare(
+    spec: DatasetSpec,
+    root: Path,
+    mirror: str | os.PathLike | None,
+    prep_opts: dict,
+    *,
+    force: bool,
+    verify: bool,
+    offline: bool,
+) -> Path:
+    """:func:`prepare_spec` for options already split and checked."""
     raw_dir = root / "raw" / spec.raw_subdir
     pdir = root / "prepared" / spec.name
     # pinned checksums are known without touching the raw files: check first, and
@@ -242,10 +537,10 @@ def load_spec(
     Prepared files that fail to read (corrupted on disk) are prepared again once,
     with a warning.
     """
-    options = dict(options or {})
-    _, load_opts = split_options(spec, options)
-    manifest = prepare_spec(
-        spec, root, mirror, force=force, options=options, verify=verify, offline=offline
+    prep_opts, load_opts = split_options(spec, options or {})
+    root = Path(root)
+    manifest = _prepare(
+        spec, root, mirror, prep_opts, force=force, verify=verify, offline=offline
     )
     try:
         ds = read_prepared(spec, manifest)
@@ -259,8 +554,8 @@ def load_spec(
             type(exc).__name__,
             exc,
         )
-        manifest = prepare_spec(
-            spec, root, mirror, force=True, options=options, offline=offline
+        manifest = _prepare(
+            spec, root, mirror, prep_opts, force=True, verify=False, offline=offline
         )
         ds = read_prepared(spec, manifest)
     if spec.finish is not None:
