@@ -6,7 +6,9 @@ that the installed name imports too. It mirrors tcca_core whole: ``tcca.TCCA is
 tcca_core.TCCA`` for everything in ``__all__``, and every public submodule imports
 through it as the very same module object (``import tcca.datasets``, ``from
 tcca.compose import ViewSplitter``: ``tcca.datasets is tcca_core.datasets``).
-Private modules (a component starting with ``_``) are not mirrored.
+Private modules (a component starting with ``_``) are not mirrored, nor a module
+whose package gives its name to something else (``tcca_core.reporting.provenance``
+is the function; ``tcca.reporting.provenance`` is the same function).
 """
 
 import importlib
@@ -45,8 +47,23 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return None
         if any(part.startswith("_") for part in rest.split(".")):
             return None  # private modules are no part of the mirror
-        if importlib.util.find_spec(f"{_core.__name__}.{rest}") is None:
+        real = f"{_core.__name__}.{rest}"
+        if importlib.util.find_spec(real) is None:
             return None
+        parent, _, leaf = real.rpartition(".")
+        module = importlib.import_module(real)
+        attr = getattr(sys.modules[parent], leaf, module)
+        if attr is not module:
+            # The package's attribute of that name is something else (a function
+            # re-exported over its module): importing the module here would set the
+            # attribute to the module, in tcca_core too.
+            raise ModuleNotFoundError(
+                f"{fullname} is not mirrored: {parent}.{leaf} names a "
+                f"{type(attr).__name__}, not its module; use `from "
+                f"{fullname.rpartition('.')[0]} import {leaf}` for the "
+                f"{type(attr).__name__} or `import {real}` for the module",
+                name=fullname,
+            )
         return importlib.machinery.ModuleSpec(fullname, self)
 
     def create_module(self, spec):
