@@ -744,7 +744,7 @@ def test_snakemake_rule_prepares_nuswide_fixture(tmp_path):
 
 
 def test_npz_roundtrip_of_general_sparse_and_dense(tmp_path):
-    from tcca_core.datasets import _views_file
+    from tcca_core.datasets import _prepared
 
     rng = np.random.default_rng(0)
     A = sp.random(30, 300, density=0.05, random_state=1, format="csr", dtype=np.float32)
@@ -752,12 +752,12 @@ def test_npz_roundtrip_of_general_sparse_and_dense(tmp_path):
     C = rng.random((30, 4))
     arrays = {}
     for p, X in enumerate((A, B, C)):
-        arrays.update(_views_file._view_arrays(p, X))
+        arrays.update(_prepared._view_arrays(p, X))
     assert arrays["view0_indices"].dtype == np.uint16 and "view1_data" not in arrays
-    _views_file._write_npz(tmp_path / "v.npz", arrays)
+    _prepared._write_npz(tmp_path / "v.npz", arrays)
     with np.load(tmp_path / "v.npz", allow_pickle=False) as npz:
         got = [
-            _views_file._read_view(npz, p, f)
+            _prepared._read_view(npz, p, f)
             for p, f in enumerate(("csr", "csr", "dense"))
         ]
     assert got[0].dtype == np.float32 and (got[0] != A).nnz == 0

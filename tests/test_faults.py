@@ -25,7 +25,7 @@ import pytest
 
 import tcca_core.solver.dense as T
 from tcca_core import KTCCA, TCCA, datasets
-from tcca_core.datasets import _manifest, _views_file, mfeat
+from tcca_core.datasets import _prepared, mfeat
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "workflow" / "scripts"
@@ -93,10 +93,10 @@ def _fake_prepared_mfeat(root: Path, arrays: dict) -> Path:
     """A prepared-mfeat cache the loader accepts as up to date, with our views.npz."""
     pdir = root / "prepared" / "mfeat"
     pdir.mkdir(parents=True)
-    npz = pdir / _views_file.VIEWS_FILE
+    npz = pdir / _prepared.VIEWS_FILE
     np.savez(npz, **arrays)  # savez pickles object arrays (allow_pickle=True)
     manifest = {
-        "format_version": _manifest.FORMAT_VERSION,
+        "format_version": _prepared.FORMAT_VERSION,
         "dataset": "mfeat",
         "options": {},
         "inputs": {
@@ -108,9 +108,9 @@ def _fake_prepared_mfeat(root: Path, arrays: dict) -> Path:
         "view_dims": [1, 1],
         "view_formats": ["dense", "dense"],
         "extra": [],
-        "files": {_views_file.VIEWS_FILE: {"size": npz.stat().st_size}},
+        "files": {_prepared.VIEWS_FILE: {"size": npz.stat().st_size}},
     }
-    (pdir / _manifest.MANIFEST).write_text(json.dumps(manifest))
+    (pdir / _prepared.MANIFEST).write_text(json.dumps(manifest))
     return npz
 
 
@@ -120,7 +120,7 @@ def test_loader_refuses_pickled_arrays(tmp_path, member):
     evil = np.array([_Payload(marker)], dtype=object)
     arrays = {"view0": np.zeros((1, 1)), "view1": np.zeros((1, 1)), member: evil}
     npz = _fake_prepared_mfeat(tmp_path / "data", arrays)
-    with pytest.raises(_views_file.UnsafeFileError) as err:
+    with pytest.raises(_prepared.UnsafeFileError) as err:
         datasets.load("mfeat", root=tmp_path / "data")
     msg = str(err.value)
     assert str(npz) in msg and "pickled object array" in msg, msg

@@ -107,6 +107,62 @@ def test_tcca_is_an_alias_of_tcca_core():
         tcca.nope  # noqa: B018
 
 
+def _public_modules(package) -> list[str]:
+    """Dotted names of a package's modules with no component starting with "_"."""
+    import pkgutil
+
+    found = pkgutil.walk_packages(package.__path__, package.__name__ + ".")
+    return sorted(
+        m.name
+        for m in found
+        if not any(part.startswith("_") for part in m.name.split(".")[1:])
+    )
+
+
+def test_tcca_mirrors_every_public_module_of_tcca_core():
+    import importlib
+
+    import tcca
+    import tcca_core
+
+    names = _public_modules(tcca_core)
+    # the walk itself could fail quietly (an empty or truncated list)
+    assert {
+        "tcca_core.datasets",
+        "tcca_core.compose",
+        "tcca_core.pipeline.plan",
+    } <= set(names)
+    for name in names:
+        alias = "tcca" + name[len("tcca_core") :]
+        try:
+            real = importlib.import_module(name)
+        except ImportError as exc:  # an optional dependency: the alias says the same
+            with pytest.raises(ImportError, match=re.escape(str(exc))):
+                importlib.import_module(alias)
+            continue
+        parent, _, leaf = name.rpartition(".")
+        seen = getattr(sys.modules[parent], leaf)
+        if seen is not real:  # the package re-exports a function of the same name
+            with pytest.raises(ModuleNotFoundError, match="is not mirrored"):
+                importlib.import_module(alias)
+        else:
+            assert importlib.import_module(alias) is real, alias
+        # either way the package seen through tcca holds what tcca_core's holds,
+        # and mirroring changed nothing there
+        assert getattr(sys.modules[parent], leaf) is seen, name
+        assert getattr(sys.modules["tcca" + parent[len("tcca_core") :]], leaf) is seen
+    # the documented import paths (docs/install.md)
+    from tcca.compose import ViewSplitter
+    from tcca.datasets import load
+
+    assert ViewSplitter is tcca_core.compose.ViewSplitter
+    assert load is tcca_core.datasets.load
+    assert tcca.datasets is tcca_core.datasets
+    # private modules are not part of the mirror
+    with pytest.raises(ImportError):
+        importlib.import_module("tcca._validation")
+
+
 def test_both_packages_ship_their_type_marker():
     from importlib import resources
 

@@ -2,10 +2,20 @@
 
 ``pip install tcca`` installs the library as :mod:`tcca_core` (its documented name,
 used by the API reference, the pipeline and the examples) and this small package, so
-that ``import tcca`` works too: ``tcca.TCCA is tcca_core.TCCA``. It re-exports
-tcca_core's public API (``__all__``) and its version; import submodules from
-tcca_core (``from tcca_core.datasets import load``).
+that the installed name imports too. It mirrors tcca_core whole: ``tcca.TCCA is
+tcca_core.TCCA`` for everything in ``__all__``, and every public submodule imports
+through it as the very same module object (``import tcca.datasets``, ``from
+tcca.compose import ViewSplitter``: ``tcca.datasets is tcca_core.datasets``).
+Private modules (a component starting with ``_``) are not mirrored, nor a module
+whose package gives its name to something else (``tcca_core.reporting.provenance``
+is the function; ``tcca.reporting.provenance`` is the same function).
 """
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
 
 import tcca_core as _core
 
@@ -22,3 +32,50 @@ def __getattr__(name):
 
 def __dir__():
     return sorted({*globals(), *__all__})
+
+
+class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Import ``tcca.X.Y`` as the module ``tcca_core.X.Y`` itself (not a copy).
+
+    The module keeps its own name, spec and globals, so a class seen through
+    either name is one class (``isinstance``, pickling, ``repr`` agree).
+    """
+
+    def find_spec(self, fullname, path=None, target=None):
+        prefix, _, rest = fullname.partition(".")
+        if prefix != __name__ or not rest:
+            return None
+        if any(part.startswith("_") for part in rest.split(".")):
+            return None  # private modules are no part of the mirror
+        real = f"{_core.__name__}.{rest}"
+        if importlib.util.find_spec(real) is None:
+            return None
+        parent, _, leaf = real.rpartition(".")
+        module = importlib.import_module(real)
+        attr = getattr(sys.modules[parent], leaf, module)
+        if attr is not module:
+            # The package's attribute of that name is something else (a function
+            # re-exported over its module): importing the module here would set the
+            # attribute to the module, in tcca_core too.
+            raise ModuleNotFoundError(
+                f"{fullname} is not mirrored: {parent}.{leaf} names a "
+                f"{type(attr).__name__}, not its module; use `from "
+                f"{fullname.rpartition('.')[0]} import {leaf}` for the "
+                f"{type(attr).__name__} or `import {real}` for the module",
+                name=fullname,
+            )
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec):
+        # The real module; the import system does not overwrite the attributes it
+        # already has (__name__, __spec__, __path__), only records it under spec.name.
+        return importlib.import_module(_core.__name__ + spec.name[len(__name__) :])
+
+    def exec_module(self, module):
+        pass  # already executed, under its own name
+
+
+# First on the path: the path finder would otherwise find ``tcca.datasets.ads`` in
+# the real package's folder (``tcca.datasets.__path__``) and run it a second time.
+if not any(isinstance(f, _Alias) for f in sys.meta_path):
+    sys.meta_path.insert(0, _Alias())

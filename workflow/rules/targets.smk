@@ -62,7 +62,7 @@ rule sentinel:
         "Refitting the sentinel set: is this library number-neutral to the release?"
     run:
         from snakemake.exceptions import WorkflowError
-        from tcca_core.pipeline.sentinel import main
+        from tcca_core.pipeline.release import main
 
         with open(log[0], "w") as stream:
             if main(["--repo", params.repo], progress=stream):

@@ -44,8 +44,7 @@ from ._download import (
     UnsafeArchiveError,
     WriteError,
 )
-from ._loader import availability_spec, load_spec, prepare_spec
-from ._manifest import read_manifest
+from ._prepared import availability_spec, load_spec, prepare_spec, read_manifest
 
 __all__ = [
     "DATASETS",

@@ -1,25 +1,15 @@
-"""What a data set is: its spec, what its build returns, the loaded result, options.
+"""What a data set is: its spec, what its build returns, the loaded result.
 
 A data set module provides a :class:`DatasetSpec`: how to fetch its raw files
 (``fetch``), how to turn them into views and labels (``build``) and, optionally,
 what to do at load time (``finish``, e.g. draw a random split). The rest is done
-identically for every data set:
-
-- ``<root>/raw/<dataset>/`` holds the verified raw files;
-- ``<root>/prepared/<name>/views.npz`` holds the views (dense arrays or CSR
-  components), the labels and any extra arrays, written deterministically (fixed
-  zip timestamps) and read with ``allow_pickle=False`` (:mod:`._views_file`);
-- ``<root>/prepared/<name>/manifest.json`` describes them (shapes, label counts,
-  sha256 of the inputs, source, options) and is written last, so its presence
-  means the prepared files are complete. It is the target of the Snakemake rule.
-  Whether the prepared files are up to date is decided in :mod:`._manifest`.
-
-:mod:`._loader` fetches, prepares and loads a data set from its spec.
+identically for every data set by :mod:`._prepared`: ``<root>/raw/<dataset>/`` holds
+the verified raw files, ``<root>/prepared/<name>/`` the prepared views and their
+manifest. This module holds the types only and imports nothing of the package.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -173,30 +163,3 @@ class DatasetSpec:
         if self.max_samples is None or not self.view_dims:
             return None
         return self.max_samples, list(self.view_dims)
-
-
-# --------------------------------------------------------------------------- options
-
-
-def _jsonable(value):
-    return json.loads(json.dumps(value))
-
-
-def split_options(spec: DatasetSpec, options: Mapping[str, Any]):
-    """Split user options into (prepare, load) dicts with defaults filled in."""
-    unknown = set(options) - set(spec.prepare_options) - set(spec.load_options)
-    if unknown:
-        allowed = sorted(set(spec.prepare_options) | set(spec.load_options))
-        raise ValueError(
-            f"unknown option(s) {sorted(unknown)} for data set {spec.name!r}; "
-            f"allowed: {allowed or 'none'}"
-        )
-    prep = {k: options.get(k, v) for k, v in spec.prepare_options.items()}
-    load = {k: options.get(k, v) for k, v in spec.load_options.items()}
-    try:
-        prep = _jsonable(prep)
-    except TypeError as exc:
-        raise ValueError(
-            f"options of {spec.name!r} must be JSON values: {exc}"
-        ) from exc
-    return prep, load

@@ -6,7 +6,7 @@ library digest and commit of the grid run) and records, per output, the code it
 depends on, module by module (:func:`tcca_core.pipeline.code_units.module_digest`):
 
 - a method's fit rows: the modules its fits executed (traced on the sentinel set,
-  :mod:`tcca_core.pipeline.sentinel`) and the data code (:data:`DATA_MODULES`);
+  :mod:`tcca_core.pipeline.sentinel`) and the data code (:func:`data_modules`);
 - an investigation output: its own script (and ``investigations/_common.py``) and
   the fit code of every method (the rows it reads).
 
@@ -17,15 +17,22 @@ named, and the published results stay the release's. :func:`record` writes that
 verdict (``release/status.json``) for REPRODUCTION.md to show.
 :func:`release_problems` is the strict check of a release with new numbers:
 every output made at the code of HEAD.
+
+``python -m tcca_core.pipeline.release`` runs the check and writes its verdict to
+``release/status.json`` and REPRODUCTION.md's release section (``--no-record``:
+print only); ``--baseline`` (when cutting a release) writes the manifest and the
+sentinel's rows.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ..reproduction.release import MANIFEST, STATUS, read_manifest, read_status
 from .code_units import PACKAGE, module_digest, module_digests
 
 __all__ = [
@@ -42,29 +49,37 @@ __all__ = [
     "status_text",
 ]
 
-FOLDER = Path("release")
-MANIFEST = FOLDER / "manifest.json"
-SENTINEL = FOLDER / "sentinel.json"
-STATUS = FOLDER / "status.json"
+
+SENTINEL = Path("release") / "sentinel.json"
 
 #: The data code every fit row depends on besides its method's fits: what reads,
-#: prepares and splits the data sets (transfers, locks and the command line
-#: cannot change a value: a corrupted download fails its checksum).
-DATA_MODULES = (
-    "tcca_core/datasets/__init__.py",
-    "tcca_core/datasets/_archive.py",
-    "tcca_core/datasets/_base.py",
-    "tcca_core/datasets/_files.py",
-    "tcca_core/datasets/_loader.py",
-    "tcca_core/datasets/_views_file.py",
-    "tcca_core/datasets/ads.py",
-    "tcca_core/datasets/mfeat.py",
-    "tcca_core/datasets/nuswide.py",
-    "tcca_core/datasets/secstr.py",
+#: prepares and splits the data sets (:func:`data_modules`). Transfers, locks,
+#: errors and the command line cannot change a value (a corrupted download fails
+#: its checksum), so they are left out.
+DATA_NOT_VALUES = (
+    "__main__.py",
+    "_download.py",
+    "_errors.py",
+    "_lock.py",
+    "_network.py",
+)
+DATA_JOBS = (
     "tcca_core/pipeline/data_job.py",
     "tcca_core/pipeline/fit_jobs.py",
     "tcca_core/protocol/splits.py",
 )
+
+
+def data_modules(package: str | os.PathLike | None = None) -> list[str]:
+    """List the data code's modules (relative to the package's parent), sorted."""
+    top = Path(package) if package is not None else PACKAGE
+    found = [
+        f"{top.name}/datasets/{p.name}"
+        for p in (top / "datasets").glob("*.py")
+        if p.name not in DATA_NOT_VALUES
+    ]
+    return sorted({*found, *DATA_JOBS})
+
 
 #: What every investigation script shares.
 SCRIPT_COMMON = "investigations/_common.py"
@@ -100,27 +115,6 @@ def _environment() -> dict:
         "scikit-learn": sklearn.__version__,
         "blas": blas,
     }
-
-
-def read_manifest(repo: str | os.PathLike = ".") -> dict:
-    """Return the release manifest of the checkout ``repo``."""
-    path = Path(repo) / MANIFEST
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no release manifest (cut a release first)") from None
-    for key in ("version", "library_digest", "methods", "data", "scripts"):
-        if key not in doc:
-            raise ValueError(f"{path}: malformed release manifest: no {key!r}")
-    return doc
-
-
-def read_status(repo: str | os.PathLike = ".") -> dict | None:
-    """Return the last recorded check of HEAD against the release (None: none)."""
-    path = Path(repo) / STATUS
-    if not path.is_file():
-        return None
-    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def _scripts(repo: Path) -> dict[str, str]:
@@ -162,7 +156,7 @@ def cut(repo: str | os.PathLike = ".", *, progress=None) -> Path:
         "cut_from": tree_state(repo)["commit"],
         "environment": _environment(),
         "methods": {m: module_digests(mods) for m, mods in modules.items()},
-        "data": module_digests(DATA_MODULES),
+        "data": module_digests(data_modules()),
         "scripts": _scripts(repo),
     }
     atomic_write_text(
@@ -351,3 +345,56 @@ def release_problems(
     for s in ch["scripts"]:
         problems.append(f"{s}: changed since the release")
     return problems
+
+
+# ------------------------------------------------------------------ command
+
+
+def main(argv: Sequence[str] | None = None, *, progress=sys.stderr) -> int:
+    """Refit the sentinel and compare (``python -m tcca_core.pipeline.release``).
+
+    Exit status 0 when it ran (neutral or not), 2 when it could not.
+    """
+    import argparse
+
+    ap = argparse.ArgumentParser(
+        prog="python -m tcca_core.pipeline.release",
+        description="Refit the sentinel set at this library and compare it with the "
+        "release's committed rows: number-neutral, or the drift of each method.",
+    )
+    ap.add_argument("--repo", default=".", help="the repository's top folder")
+    ap.add_argument(
+        "--no-record",
+        dest="record",
+        action="store_false",
+        help="only print the verdict (by default it is also written to "
+        "release/status.json and REPRODUCTION.md's release section)",
+    )
+    ap.add_argument(
+        "--baseline",
+        action="store_true",
+        help="write the release's sentinel rows and manifest (only when cutting a "
+        "release: it replaces what every later change is compared with)",
+    )
+    ap.add_argument("--quiet", action="store_true", help="no progress lines")
+    args = ap.parse_args(argv)
+    repo = Path(args.repo)
+    progress = None if args.quiet else progress
+    if args.baseline:
+        path = cut(repo, progress=progress)
+        print(f"sentinel: baseline written to {path}")
+        return 0
+    try:
+        status = check_head(repo, progress=progress)
+    except (OSError, ValueError) as exc:
+        print(f"sentinel: could not run: {exc}", file=sys.stderr)
+        return 2
+    print(status_text(status))
+    if args.record:
+        out = record(repo, status)
+        print(f"sentinel: recorded in {out} and REPRODUCTION.md")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

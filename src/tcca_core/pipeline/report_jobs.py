@@ -237,8 +237,12 @@ def _release_text(root: Path, summary: Path) -> str:
 
     '' for another run's summary, or without a release.
     """
-    from ..reproduction.release import release_section
-    from .release import MANIFEST, read_manifest, read_status
+    from ..reproduction.release import (
+        MANIFEST,
+        read_manifest,
+        read_status,
+        release_section,
+    )
 
     published = os.path.realpath(root / "results" / "summary.json")
     if os.path.realpath(summary) != published or not (root / MANIFEST).is_file():

@@ -19,9 +19,8 @@ While the fits run, the modules each method executes are recorded
 (:func:`tcca_core.pipeline.code_units.executed_modules`): the code its fit rows
 depend on, which the release manifest keeps.
 
-``python -m tcca_core.pipeline.sentinel`` prints the verdict and writes it to
-``release/status.json`` and REPRODUCTION.md's release section (``--no-record``:
-print only); ``--baseline`` (at the release only) writes the committed rows.
+``python -m tcca_core.pipeline.release`` runs it and says the verdict
+(:mod:`tcca_core.pipeline.release`).
 """
 
 from __future__ import annotations
@@ -30,7 +29,6 @@ import hashlib
 import json
 import logging
 import math
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +38,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-__all__ = ["CASES", "Case", "compare", "fingerprint", "main", "run_sentinel"]
+__all__ = ["CASES", "Case", "compare", "fingerprint", "run_sentinel"]
 
 
 # ------------------------------------------------------------------- the data
@@ -494,58 +492,3 @@ def verdict_text(result: Mapping) -> str:
         return "sentinel: number-neutral (every sentinel row and fit identical)"
     names = ", ".join(result["moved"])
     return f"sentinel: numbers moved for {names}\n{drift_table(result['moved'])}"
-
-
-# ----------------------------------------------------------------- command
-
-
-def main(argv: Sequence[str] | None = None, *, progress=sys.stderr) -> int:
-    """Refit and compare (``python -m tcca_core.pipeline.sentinel``).
-
-    Exit status 0 when it ran (neutral or not), 2 when it could not.
-    """
-    import argparse
-
-    from . import release
-
-    ap = argparse.ArgumentParser(
-        prog="python -m tcca_core.pipeline.sentinel",
-        description="Refit the sentinel set at this library and compare it with the "
-        "release's committed rows: number-neutral, or the drift of each method.",
-    )
-    ap.add_argument("--repo", default=".", help="the repository's top folder")
-    ap.add_argument(
-        "--no-record",
-        dest="record",
-        action="store_false",
-        help="only print the verdict (by default it is also written to "
-        "release/status.json and REPRODUCTION.md's release section)",
-    )
-    ap.add_argument(
-        "--baseline",
-        action="store_true",
-        help="write the release's sentinel rows and manifest (only when cutting a "
-        "release: it replaces what every later change is compared with)",
-    )
-    ap.add_argument("--quiet", action="store_true", help="no progress lines")
-    args = ap.parse_args(argv)
-    repo = Path(args.repo)
-    progress = None if args.quiet else progress
-    if args.baseline:
-        path = release.cut(repo, progress=progress)
-        print(f"sentinel: baseline written to {path}")
-        return 0
-    try:
-        status = release.check_head(repo, progress=progress)
-    except (OSError, ValueError) as exc:
-        print(f"sentinel: could not run: {exc}", file=sys.stderr)
-        return 2
-    print(release.status_text(status))
-    if args.record:
-        out = release.record(repo, status)
-        print(f"sentinel: recorded in {out} and REPRODUCTION.md")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -2,20 +2,56 @@
 
 Built from the release manifest and the last recorded check
 (``release/manifest.json`` and ``status.json``, written by
-``python -m tcca_core.pipeline.sentinel``): which release owns the
+``python -m tcca_core.pipeline.release``): which release owns the
 numbers, and whether the library at the recorded commit is number-neutral to it
 or has moved (with the sentinel's drift table).
 """
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Mapping
+from pathlib import Path
 
 from ..registry import METHODS
 
-__all__ = ["drift_table", "release_section"]
+__all__ = [
+    "MANIFEST",
+    "STATUS",
+    "drift_table",
+    "read_manifest",
+    "read_status",
+    "release_section",
+]
 
-_RECORD = "`python -m tcca_core.pipeline.sentinel`"
+#: The release's record in a checkout (written by :mod:`tcca_core.pipeline.release`).
+MANIFEST = Path("release") / "manifest.json"
+STATUS = Path("release") / "status.json"
+
+
+def read_manifest(repo: str | os.PathLike = ".") -> dict:
+    """Return the release manifest of the checkout ``repo``."""
+    path = Path(repo) / MANIFEST
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no release manifest (cut a release first)") from None
+    for key in ("version", "library_digest", "methods", "data", "scripts"):
+        if key not in doc:
+            raise ValueError(f"{path}: malformed release manifest: no {key!r}")
+    return doc
+
+
+def read_status(repo: str | os.PathLike = ".") -> dict | None:
+    """Return the last recorded check of HEAD against the release (None: none)."""
+    path = Path(repo) / STATUS
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+_RECORD = "`python -m tcca_core.pipeline.release`"
 
 
 def _code(text) -> str:
