@@ -123,15 +123,62 @@ def _scripts(repo: Path) -> dict[str, str]:
     return {p.relative_to(repo).as_posix(): module_digest(p) for p in names}
 
 
+def prepared_digests(mirror: str | os.PathLike, names: Sequence[str]) -> dict:
+    """Prepare each data set of ``names`` from the raw files in ``mirror``.
+
+    Nothing is downloaded; the views are prepared in a temporary folder. Returns
+    ``{name: sha256 of its prepared views.npz}``, or ``{name: None}`` for a data
+    set whose files the mirror lacks (``why`` in the log).
+    """
+    import tempfile
+
+    from ..datasets import availability, prepare
+    from ..datasets._files import sha256_file
+
+    out: dict[str, str | None] = {}
+    with tempfile.TemporaryDirectory(prefix="tcca-release-data-") as tmp:
+        for name in names:
+            ok, _ = availability(name, root=tmp, mirror=mirror, offline=True)
+            if not ok:
+                out[name] = None
+                continue
+            manifest = prepare(name, tmp, mirror, offline=True)
+            out[name] = sha256_file(Path(manifest).parent / "views.npz")
+    return out
+
+
+def data_check(manifest: Mapping, mirror: str | os.PathLike) -> dict:
+    """Prepare the release's data sets at this library and compare their views.
+
+    Returns ``{name: "identical" | "different" | "not at hand"}`` over the data
+    sets whose prepared views the release recorded (``manifest["prepared"]``).
+    """
+    recorded = (manifest.get("prepared") or {}).get("views") or {}
+    now = prepared_digests(mirror, sorted(recorded))
+    return {
+        name: "not at hand"
+        if now[name] is None
+        else ("identical" if now[name] == digest else "different")
+        for name, digest in recorded.items()
+    }
+
+
 # ------------------------------------------------------------------- cutting
 
 
-def cut(repo: str | os.PathLike = ".", *, progress=None) -> Path:
+def cut(
+    repo: str | os.PathLike = ".",
+    *,
+    progress=None,
+    mirror: str | os.PathLike | None = None,
+) -> Path:
     """Write the release's sentinel rows and manifest for the code at hand.
 
     Run at a release only: from then on every change is measured against them.
     The library must be the one the published results record
-    (``results/summary.json``'s ``source_digest``).
+    (``results/summary.json``'s ``source_digest``). With ``mirror`` (the raw
+    files), the digests of the data sets' prepared views are recorded too, for
+    :func:`data_check`.
     """
     from .._io import atomic_write_text
     from ..reporting.provenance import source_digest, tree_state
@@ -159,6 +206,14 @@ def cut(repo: str | os.PathLike = ".", *, progress=None) -> Path:
         "data": module_digests(data_modules()),
         "scripts": _scripts(repo),
     }
+    if mirror is not None:
+        from ..datasets import DATASETS
+
+        views = prepared_digests(mirror, sorted(DATASETS))
+        manifest["prepared"] = {
+            "views": {n: d for n, d in views.items() if d},
+            "not_recorded": sorted(n for n, d in views.items() if not d),
+        }
     atomic_write_text(
         repo / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n"
     )
@@ -222,7 +277,11 @@ def stale_outputs(manifest: Mapping, changes: Mapping, moved: Sequence[str]) -> 
 
 
 def check_head(
-    repo: str | os.PathLike = ".", *, refit: bool = True, progress=None
+    repo: str | os.PathLike = ".",
+    *,
+    refit: bool = True,
+    progress=None,
+    mirror: str | os.PathLike | None = None,
 ) -> dict:
     """Check the library at HEAD against the release: code, then the sentinel.
 
@@ -234,7 +293,11 @@ def check_head(
     are the release sentinel's: if not, a difference may be rounding, and the
     status says so), ``stale`` (:func:`stale_outputs`) and ``verified``: per
     method whose sentinel fits are the release's, the modules they executed
-    here and their digests (what the next check compares with).
+    here and their digests (what the next check compares with). With
+    ``mirror`` (a folder of raw files, as the pipeline's ``mirror``), the data
+    sets whose prepared views the release recorded are prepared again
+    (:func:`data_check`): when every one is identical, the data code is
+    verified too (``verified_data``); ``data`` holds each one's result.
     """
     from ..reporting.provenance import tree_state
     from .sentinel import compare, read_baseline, run_sentinel
@@ -256,6 +319,22 @@ def check_head(
                 verified.pop(method, None)
             else:
                 verified[method] = module_digests(mods)
+    data = None
+    verified_data = dict(before.get("verified_data") or {}) if verified else {}
+    if mirror is not None:
+        data = data_check(manifest, mirror)
+        if (
+            data
+            and all(v == "identical" for v in data.values())
+            and not (manifest.get("prepared") or {}).get("not_recorded")
+        ):
+            verified_data = module_digests(data_modules())
+        else:
+            verified_data = {}
+    if verified_data:
+        changes["data"] = [
+            m for m, d in module_digests(verified_data).items() if verified_data[m] != d
+        ] + sorted(set(data_modules()) - set(verified_data))
     state = tree_state(repo)
     moved = list((verdict or {}).get("moved", {}))
     return {
@@ -267,6 +346,8 @@ def check_head(
         "environment_matches": _environment() == manifest.get("environment"),
         "stale": stale_outputs(manifest, changes, moved),
         "verified": verified,
+        "data": data if data is not None else before.get("data"),
+        "verified_data": verified_data,
     }
 
 
@@ -288,6 +369,8 @@ def status_text(status: Mapping) -> str:
             )
         if ch["scripts"]:
             lines.append(f"code: scripts changed: {', '.join(ch['scripts'])}")
+    for name, result in (status.get("data") or {}).items():
+        lines.append(f"data: {name}'s prepared views from the mirror: {result}")
     if status["sentinel"] is not None:
         lines.append(verdict_text(status["sentinel"]))
         if not status["sentinel"]["neutral"] and not status["environment_matches"]:
@@ -376,16 +459,22 @@ def main(argv: Sequence[str] | None = None, *, progress=sys.stderr) -> int:
         help="write the release's sentinel rows and manifest (only when cutting a "
         "release: it replaces what every later change is compared with)",
     )
+    ap.add_argument(
+        "--mirror",
+        default=None,
+        help="a folder of the data sets' raw files (as the pipeline's mirror): "
+        "prepare them again and compare the views with the release's",
+    )
     ap.add_argument("--quiet", action="store_true", help="no progress lines")
     args = ap.parse_args(argv)
     repo = Path(args.repo)
     progress = None if args.quiet else progress
     if args.baseline:
-        path = cut(repo, progress=progress)
+        path = cut(repo, progress=progress, mirror=args.mirror)
         print(f"sentinel: baseline written to {path}")
         return 0
     try:
-        status = check_head(repo, progress=progress)
+        status = check_head(repo, progress=progress, mirror=args.mirror)
     except (OSError, ValueError) as exc:
         print(f"sentinel: could not run: {exc}", file=sys.stderr)
         return 2

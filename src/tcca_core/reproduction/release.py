@@ -105,11 +105,20 @@ def release_section(manifest: Mapping | None, status: Mapping | None) -> str:
     moved = sentinel.get("moved") or {}
     notes = []
     if ch.get("data"):
+        checked = status.get("data") or {}
+        unchecked = (manifest.get("prepared") or {}).get("not_recorded") or []
+        how = (
+            "prepared again from their raw files, the views of "
+            + ", ".join(f"{n}: {r}" for n, r in sorted(checked.items()))
+            + (f"; not checked: {', '.join(unchecked)}" if unchecked else "")
+            if checked
+            else "the sentinel does not prepare the data sets, so this check does "
+            "not cover it"
+        )
         notes.append(
             "The data code differs from the release's ("
             + ", ".join(_code(m) for m in ch["data"])
-            + "); the sentinel does not prepare the data sets, so this check does "
-            "not cover it."
+            + f"): {how}."
         )
     if ch.get("scripts"):
         notes.append(
