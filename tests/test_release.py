@@ -373,3 +373,30 @@ def test_the_strict_release_check_passes_at_the_release_and_fails_after(
     assert any(p.startswith("tcca: fit code changed") for p in problems), problems
     assert any(p.startswith("ktcca: fit code changed") for p in problems), problems
     assert not any(p.startswith("bsf:") for p in problems), problems
+
+
+def test_the_data_check_compares_prepared_views(monkeypatch, manifest):
+    """Prepared views identical to the release's verify nothing beyond the data
+    sets checked; a different or missing one is named."""
+    recorded = manifest["prepared"]["views"]
+    assert {"ads", "mfeat"} <= set(recorded)
+    fake = dict(recorded)
+    monkeypatch.setattr(release, "prepared_digests", lambda mirror, names: fake)
+    assert set(release.data_check(manifest, "mirror").values()) == {"identical"}
+    fake["ads"] = "0" * 64
+    fake["mfeat"] = None
+    result = release.data_check(manifest, "mirror")
+    assert result == {"ads": "different", "mfeat": "not at hand"}
+    text = release_section(
+        manifest,
+        _status(
+            changes={
+                "methods": {},
+                "data": ["tcca_core/datasets/ads.py"],
+                "scripts": [],
+            },
+            data=result,
+        ),
+    )
+    assert "ads: different" in text and "mfeat: not at hand" in text
+    assert "not checked: nuswide" in text
