@@ -136,14 +136,17 @@ def test_markdown_renders_no_html_and_no_link(written, key):
     found = _elements(rendered)
     _assert_no_injection(rendered)
     assert "a" not in found.tags
-    assert not re.search(r"(?<!\\)([\[\]]|<[A-Za-z/!?])", text)  # all escaped
+    assert not re.search(r"(?<!\\)(\][(\[]|<[A-Za-z/!?])", text)  # all escaped
 
 
 def test_markdown_escape_keeps_plain_text_and_one_line():
     assert escape.markdown("CCA (BST) #labeled = 4, 62.36 ± 1.27") == (
         "CCA (BST) #labeled = 4, 62.36 ± 1.27"
     )
-    assert escape.markdown("a\n<b>|[c](d)` p < 0.01") == r"a \<b>\|\[c\](d)` p < 0.01"
+    assert escape.markdown("a\n<b>|[c](d)` p < 0.01 [e]") == (
+        r"a \<b>\|[c\](d)` p < 0.01 [e]"
+    )
+    assert escape.markdown("\\](x)") == r"\\\](x)"
     rendered = _render_markdown(f"**{escape.markdown(HOSTILE)}**\n")
     assert "<a" not in rendered and "<script" not in rendered
 

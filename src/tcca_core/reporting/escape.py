@@ -24,13 +24,14 @@ def one_line(text) -> str:
     )
 
 
-# CommonMark: a backslash escapes any ASCII punctuation. Escaped: what opens a link or
-# an image (``[``, ``]``), a backslash escape, a table cell's end, and ``<`` where it
-# could open raw HTML or an autolink (before a letter, ``/``, ``!`` or ``?``). The rest
-# is harmless once these are escaped (a link needs ``](``; a code span shows its text
-# as written, so backticks stay), and our own text keeps its bytes ("CCA (BST)",
-# "p < 0.0001", "`nuswide`").
-_MD_SPECIAL = re.compile(r"[\\\[\]|]|<(?=[A-Za-z/!?])")
+# CommonMark: a backslash escapes any ASCII punctuation. Escaped: a backslash (or
+# one given could undo the escape that follows it), a table cell's end, ``]`` where it
+# would close a link or an image (before ``(`` or ``[``), and ``<`` where it could
+# open raw HTML or an autolink (before a letter, ``/``, ``!`` or ``?``). Nothing else
+# can make a link or an element (a code span shows its text as written; a reference
+# definition must start a line, which a one-line string inside our text never does),
+# so our own text keeps its bytes ("CCA (BST)", "[reduced run: quick]", "p < 0.0001").
+_MD_SPECIAL = re.compile(r"[\\|]|\](?=[(\[])|<(?=[A-Za-z/!?])")
 
 
 def markdown(text) -> str:
