@@ -42,6 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 from dask import delayed
 
+from . import _dask_reads
 from ._dask_chunks import (
     SPLIT_EVERY,
     _blocks,
@@ -193,7 +194,13 @@ class DaskMoment:
     graph that maps over the row chunks and reduces by a tree; it runs on the
     active scheduler (a ``distributed.Client`` when one exists). Nothing is cached
     between calls: a projection Y_q U_q has N rows.
+
+    With ``reads`` (a :class:`._dask_reads.ChunkReads` of the statistics pass),
+    every pass also checks that it read the chunks that pass read.
     """
+
+    #: the fingerprints every pass is checked against (None: unchecked)
+    reads: _dask_reads.ChunkReads | None = None
 
     def __init__(self, views: Sequence[DaskView]):
         self.views = list(views)
@@ -221,29 +228,45 @@ class DaskMoment:
         Otherwise (views persisted in memory, or computed) the chunks are the
         task's dependencies, by one blockwise task per chunk.
         """
+        m = len(self.views)
+        reads, result_shape = self.reads, shape
+        if reads is not None:  # the result, raveled, then the chunks' fingerprints
+            func = reads.wrap(func, m)
+            shape = (int(np.prod(shape, dtype=np.int64)) + reads.size(),)
         if self._inline is not None:
             parts = [
-                delayed(_inline_call)(func, self._inline[k], *consts)
+                delayed(_inline_call)(
+                    func, self._inline[k], *([np.array([k])] if reads else []), *consts
+                )
                 for k in range(self.n_chunks)
             ]
-            return _tree_sum(parts)
-        m = len(self.views)
-        args: list = []
-        for q, v in enumerate(self.views):
-            args += [v.X, ("k", f"j{q}")]
-        for c in consts:
-            args += [c, None]
-        out = ("k", *(f"o{i}" for i in range(len(shape))))
-        parts = da.blockwise(
-            partial(_chunk_call, func, m),
-            out,
-            *args,
-            new_axes={f"o{i}": n for i, n in enumerate(shape)},
-            concatenate=True,
-            dtype=np.float64,
-            meta=np.empty((0,) * (1 + len(shape))),
+            total = _tree_sum(parts)
+        else:
+            args: list = []
+            for q, v in enumerate(self.views):
+                args += [v.X, ("k", f"j{q}")]
+            if reads is not None:
+                args += [da.arange(self.n_chunks, chunks=1), "k"]
+            for c in consts:
+                args += [c, None]
+            out = ("k", *(f"o{i}" for i in range(len(shape))))
+            parts = da.blockwise(
+                partial(_chunk_call, func, m),
+                out,
+                *args,
+                new_axes={f"o{i}": n for i, n in enumerate(shape)},
+                concatenate=True,
+                align_arrays=False,
+                dtype=np.float64,
+                meta=np.empty((0,) * (1 + len(shape))),
+            )
+            total = parts.sum(axis=0, split_every=SPLIT_EVERY)
+        if reads is None:
+            return total
+        where = _dask_reads.describe_pass(func.args[0])
+        return delayed(_dask_reads.verified)(
+            total, result_shape, reads.reference, where
         )
-        return parts.sum(axis=0, split_every=SPLIT_EVERY)
 
     def mttkrp(self, factors: Sequence[np.ndarray], p: int) -> np.ndarray:
         """M_(p) (kr_{q != p} U_q) = Y_p^T (Hadamard_{q != p} Y_q U_q) / N."""
@@ -396,8 +419,9 @@ class DaskEngine(MomentEngine):
         return self._op.residual_sq(factors)
 
     def correlations(self, factors: Sequence[np.ndarray]) -> np.ndarray:
-        """rho_k of the training data, one pass over the chunks."""
-        return self._op.correlations(factors)
+        """rho_k of the training data, one pass over the chunks (checked)."""
+        rho = self._op.correlations(factors)
+        return _dask_reads.check_correlations(rho, len(self.views))
 
     def init_cost(self) -> float:
         """Flops of the exact HOSVD start (slabs of the unfoldings; never N x N)."""
@@ -457,7 +481,9 @@ def tcca_path(
     for r in ranks:
         check_n_components(r, r_max, why)
     t_setup = perf_counter()
-    stats = view_statistics(views, center)
+    _dask_reads.warn_small_chunks(views)
+    reads = _dask_reads.ChunkReads(len(views), views[0].numblocks[0])
+    stats = view_statistics(views, center, reads)
     means = [mu for mu, _, _ in stats]
     covs = [C for _, C, _ in stats]
     whiteners = [inv_sqrt_psd(C, eps) for C in covs]
@@ -474,6 +500,7 @@ def tcca_path(
     engine = DaskEngine(
         [DaskView(X, mu, W) for X, mu, W in zip(views, means, whiteners, strict=True)]
     )
+    engine._op.reads = reads  # every later pass reads what the statistics read
     fits = fit_ranks(
         engine,
         "TCCA",
@@ -516,7 +543,7 @@ def transform(estimator, views, per_view: bool = False) -> Any:
         raise ValueError(
             f"the estimator was fitted on {len(d_in)} views, got {len(views)}"
         )
-    checked = as_dask_views(views, min_samples=1)
+    checked = _dask_reads.finite_views(as_dask_views(views, min_samples=1))
     for p, (X, d) in enumerate(zip(checked, d_in, strict=True)):
         if X.shape[1] != d:
             raise ValueError(

@@ -1,0 +1,232 @@
+"""Dask views read consistently: every pass sees the data the first pass saw.
+
+A fit over Dask views reads every chunk once per pass (the statistics, then each
+MTTKRP, norm and correlation pass of :mod:`._dask`). In memory the data cannot change
+between passes; a store can (a Zarr array rewritten, or its chunks deleted, which
+Zarr then serves as zeros), and the fit would mix the whitening of one data set with
+the moments of another: correlations above 1, or zeros, with no error.
+
+So each pass records a fingerprint of every chunk it reads, in the task that reads
+it: its rows, the sum and the sum of squares of its values, and its count of NaN or
+infinite values (:func:`fingerprint`). The statistics pass records the reference
+(:class:`ChunkReads`); every later pass returns its fingerprints with its result,
+one-hot at the chunk's place so that the tree sum of :mod:`._dask_chunks` carries
+them exactly (adding zeros), and :func:`verified` compares them before the result
+is used. A chunk with NaN or infinity fails with :class:`NonFiniteInputError`, a
+chunk that reads differently with :class:`InputChangedError`, both naming the view
+and the chunk. Two-view correlations outside [-1, 1] (impossible for data read
+consistently: Cauchy-Schwarz on whitened views) fail with
+:class:`InputChangedError` too; with three views or more the correlations are
+higher moments, which 1 does not bound.
+
+:func:`finite_views` makes the lazy arrays of ``transform`` fail the same way on a
+chunk with NaN or infinity, and :func:`warn_small_chunks` warns of chunks too small
+for a task each.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from functools import partial
+
+import numpy as np
+
+__all__ = [
+    "ChunkReads",
+    "InputChangedError",
+    "NonFiniteInputError",
+    "check_correlations",
+    "describe_pass",
+    "fingerprint",
+    "finite_views",
+    "verified",
+    "warn_small_chunks",
+]
+
+#: Fingerprints of the same bytes agree to this relative tolerance (the sums are
+#: bitwise equal on one machine; workers of another CPU may round differently).
+RTOL = 1e-10
+#: Rows per chunk below which a pass spends more time on tasks than on arithmetic.
+SMALL_CHUNK_ROWS = 100
+
+
+class InputChangedError(ValueError):
+    """A Dask view read differently in two passes of one fit (its store changed)."""
+
+
+class NonFiniteInputError(ValueError):
+    """A Dask view holds NaN or infinity (found in the pass that read it)."""
+
+
+def fingerprint(X) -> np.ndarray:
+    """Return [rows, sum, sum of squares, non-finite count] of one dense chunk.
+
+    Over the finite values only, so that a NaN is counted, not propagated.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    finite = np.isfinite(X)
+    bad = X.size - int(np.count_nonzero(finite))
+    if bad:
+        X = np.where(finite, X, 0.0)
+    return np.array([X.shape[0], X.sum(), np.vdot(X, X), bad], dtype=np.float64)
+
+
+def _dense(X) -> np.ndarray:
+    """Return a chunk as a dense float64 array (as the passes' kernels read it)."""
+    if hasattr(X, "toarray"):  # scipy.sparse
+        X = X.toarray()
+    elif hasattr(X, "todense") and not isinstance(X, np.ndarray):  # pydata sparse
+        X = X.todense()
+    return np.asarray(X, dtype=np.float64)
+
+
+def _chunk_fingerprint(X) -> np.ndarray:
+    return fingerprint(_dense(X))
+
+
+def _fingerprinted(func, n_chunks: int, m: int, k, *args) -> np.ndarray:
+    """``func(*args)`` raveled, followed by the fingerprints of its m chunks.
+
+    The chunks are ``args[-m:]``; the fingerprints are an (m, n_chunks, 4) array,
+    zero but at chunk ``k``, so that sums of these vectors over the chunks keep
+    every chunk's fingerprint exactly.
+    """
+    k = int(np.ravel(k)[0])
+    out = np.ravel(func(*args))
+    prints = np.zeros((m, n_chunks, 4))
+    for q, X in enumerate(args[len(args) - m :]):
+        prints[q, k] = _chunk_fingerprint(X)
+    return np.concatenate([out, prints.ravel()])
+
+
+def describe_pass(func) -> str:
+    """Name a pass by its chunk kernel (``_chunk_mttkrp`` -> "the mttkrp pass")."""
+    name = getattr(func, "__name__", "a").removeprefix("_chunk_")
+    return f"the {name} pass"
+
+
+class ChunkReads:
+    """The fingerprints of every chunk of the views, as the first pass read them.
+
+    Parameters
+    ----------
+    n_views, n_chunks : int
+        The views and their row chunks (the same for every view).
+    """
+
+    def __init__(self, n_views: int, n_chunks: int):
+        self.n_views = n_views
+        self.n_chunks = n_chunks
+        self.reference: np.ndarray | None = None
+
+    def graph(self, blocks: Sequence[Sequence]):
+        """Delayed fingerprints of ``blocks[p][k]`` (for the first pass's compute)."""
+        from dask import delayed
+
+        return [[delayed(_chunk_fingerprint)(b) for b in view] for view in blocks]
+
+    def record(self, computed) -> None:
+        """Keep the fingerprints the first pass computed; fail on non-finite chunks."""
+        prints = np.array(computed, dtype=np.float64).reshape(
+            self.n_views, self.n_chunks, 4
+        )
+        _check_finite(prints, "the statistics pass")
+        self.reference = prints
+
+    def wrap(self, func, m: int):
+        """Return ``func`` returning its result and its chunks' fingerprints.
+
+        The wrapped function takes the chunk's index first (an array of one
+        integer), then ``func``'s arguments; see :func:`_fingerprinted`.
+        """
+        return partial(_fingerprinted, func, self.n_chunks, m)
+
+    def size(self) -> int:
+        """Length of the fingerprints a wrapped pass appends to its result."""
+        return self.n_views * self.n_chunks * 4
+
+
+def _check_finite(prints: np.ndarray, where: str) -> None:
+    bad = np.argwhere(prints[:, :, 3] > 0)
+    if bad.size:
+        p, k = (int(i) for i in bad[0])
+        raise NonFiniteInputError(
+            f"view {p} contains NaN or infinity ({int(prints[:, :, 3].sum())} entries; "
+            f"first in row chunk {k}, read by {where})"
+        )
+
+
+def verified(total, shape: tuple[int, ...], reference: np.ndarray, where: str):
+    """Split a wrapped pass's sum into its result and check its fingerprints.
+
+    Raises :class:`NonFiniteInputError` for a chunk with NaN or infinity and
+    :class:`InputChangedError` for one whose fingerprint differs from
+    ``reference``; returns the result, of ``shape``.
+    """
+    total = np.asarray(total, dtype=np.float64)
+    size = int(np.prod(shape, dtype=np.int64))
+    prints = total[size:].reshape(reference.shape)
+    _check_finite(prints, where)
+    scale = np.abs(reference) + np.sqrt(reference[:, :, :1] * reference[:, :, 2:3])
+    differ = np.abs(prints - reference) > RTOL * scale
+    differ[:, :, 0] = prints[:, :, 0] != reference[:, :, 0]
+    if differ.any():
+        p, k = (int(i) for i in np.argwhere(differ.any(axis=2))[0])
+        n_changed = int(differ.any(axis=2).sum())
+        raise InputChangedError(
+            f"view {p}, row chunk {k} read differently in {where} than in the "
+            f"statistics pass ({n_changed} chunk(s) changed; rows, sum, sum of "
+            f"squares {reference[p, k, :3].tolist()} then {prints[p, k, :3].tolist()}"
+            "): the data changed during the fit (a store rewritten, or chunks "
+            "deleted); fit again on data that stay fixed"
+        )
+    return total[:size].reshape(shape)
+
+
+def check_correlations(rho: np.ndarray, n_views: int) -> np.ndarray:
+    """Return ``rho``; two-view correlations outside [-1, 1] raise.
+
+    For two whitened views, Cauchy-Schwarz bounds every correlation by 1; outside
+    it, the passes did not read the same data.
+    """
+    rho = np.asarray(rho)
+    if not np.all(np.isfinite(rho)):
+        raise NonFiniteInputError(f"the correlations are not finite: {rho.tolist()}")
+    if n_views == 2 and np.any(np.abs(rho) > 1 + 1e-8):
+        raise InputChangedError(
+            f"correlations {rho.tolist()} lie outside [-1, 1], which two views "
+            "read consistently cannot give: the data changed during the fit"
+        )
+    return rho
+
+
+def _finite_block(X, p: int):
+    bad = X.size - int(np.count_nonzero(np.isfinite(X)))
+    if bad:
+        raise NonFiniteInputError(f"view {p} contains NaN or infinity ({bad} entries)")
+    return X
+
+
+def finite_views(views: Sequence) -> list:
+    """Return the Dask views, each failing on a chunk with NaN or infinity."""
+    return [
+        X.map_blocks(_finite_block, p, dtype=X.dtype, meta=X._meta)
+        for p, X in enumerate(views)
+    ]
+
+
+def warn_small_chunks(views: Sequence) -> None:
+    """Warn where the views' row chunks are too small for a task each."""
+    from dask.array.core import PerformanceWarning
+
+    chunks = views[0].chunks[0]
+    if len(chunks) > 1 and sum(chunks) / len(chunks) < SMALL_CHUNK_ROWS:
+        warnings.warn(
+            f"the views' row chunks hold {sum(chunks) / len(chunks):.3g} rows on "
+            f"average ({len(chunks)} chunks): every pass runs one task per chunk, "
+            "so the fit spends its time on tasks; rechunk to thousands of rows, "
+            "e.g. views = [X.rechunk({0: 10_000}) for X in views]",
+            PerformanceWarning,
+            stacklevel=4,
+        )
