@@ -96,11 +96,13 @@ def atomic_write(
         os.close(fd)
         fd = -1
         os.replace(part, path)
-    except BaseException:
+    except BaseException as exc:
         if fd >= 0:
             os.close(fd)
         with contextlib.suppress(OSError):  # gone, or swapped for a directory
             os.unlink(part)  # a link swapped in is removed, not followed
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = os.fspath(path)  # a failed write names no file itself
         raise
 
 
