@@ -174,12 +174,14 @@ def verified(total, shape: tuple[int, ...], reference: np.ndarray, where: str):
     if differ.any():
         p, k = (int(i) for i in np.argwhere(differ.any(axis=2))[0])
         n_changed = int(differ.any(axis=2).sum())
+        then, now = (
+            ", ".join(f"{x:.6g}" for x in a[p, k, :3]) for a in (reference, prints)
+        )
         raise InputChangedError(
             f"view {p}, row chunk {k} read differently in {where} than in the "
             f"statistics pass ({n_changed} chunk(s) changed; rows, sum, sum of "
-            f"squares {reference[p, k, :3].tolist()} then {prints[p, k, :3].tolist()}"
-            "): the data changed during the fit (a store rewritten, or chunks "
-            "deleted); fit again on data that stay fixed"
+            f"squares {then}, then {now}): the data changed during the fit (a store "
+            "rewritten, or chunks deleted); fit again on data that stay fixed"
         )
     return total[:size].reshape(shape)
 
