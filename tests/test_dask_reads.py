@@ -32,6 +32,7 @@ from tcca_core._dask_reads import (  # noqa: E402
     NonFiniteInputError,
     check_correlations,
     fingerprint,
+    merge,
     verified,
 )
 
@@ -235,12 +236,16 @@ def test_fingerprints_compare_chunk_by_chunk():
     blocks = [rng.standard_normal((4, 3)) for _ in range(3)]
     reads = ChunkReads(1, 3)
     reads.record([[fingerprint(b) for b in blocks]])
-    same = np.concatenate([[7.0], reads.reference.ravel()])
-    assert verified(same, (1,), reads.reference, "a pass").tolist() == [7.0]
-    changed = reads.reference.copy()
-    changed[0, 1, 1] += 1e-6
+    f = reads.wrap(lambda X: X.sum(), 1)
+    total = merge(*(f(k, b) for k, b in enumerate(blocks)))
+    assert verified(total, reads.reference, "a pass") == sum(b.sum() for b in blocks)
+    changed = [b.copy() for b in blocks]
+    changed[1][2, 0] += 1e-6
+    total = merge(*(f(k, b) for k, b in enumerate(changed)))
     with pytest.raises(InputChangedError, match="view 0, row chunk 1"):
-        verified(np.concatenate([[7.0], changed.ravel()]), (1,), reads.reference, "x")
+        verified(total, reads.reference, "a pass")
+    with pytest.raises(InputChangedError, match="did not read every row chunk"):
+        verified(merge(f(0, blocks[0]), f(2, blocks[2])), reads.reference, "a pass")
 
 
 def test_one_row_chunks_warn():

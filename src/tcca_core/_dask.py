@@ -228,45 +228,54 @@ class DaskMoment:
         Otherwise (views persisted in memory, or computed) the chunks are the
         task's dependencies, by one blockwise task per chunk.
         """
-        m = len(self.views)
-        reads, result_shape = self.reads, shape
-        if reads is not None:  # the result, raveled, then the chunks' fingerprints
-            func = reads.wrap(func, m)
-            shape = (int(np.prod(shape, dtype=np.int64)) + reads.size(),)
+        if self.reads is not None:
+            return self._per_chunk_checked(func, *consts)
         if self._inline is not None:
             parts = [
-                delayed(_inline_call)(
-                    func, self._inline[k], *([np.array([k])] if reads else []), *consts
-                )
+                delayed(_inline_call)(func, self._inline[k], *consts)
                 for k in range(self.n_chunks)
             ]
-            total = _tree_sum(parts)
-        else:
-            args: list = []
-            for q, v in enumerate(self.views):
-                args += [v.X, ("k", f"j{q}")]
-            if reads is not None:
-                args += [da.arange(self.n_chunks, chunks=1), "k"]
-            for c in consts:
-                args += [c, None]
-            out = ("k", *(f"o{i}" for i in range(len(shape))))
-            parts = da.blockwise(
-                partial(_chunk_call, func, m),
-                out,
-                *args,
-                new_axes={f"o{i}": n for i, n in enumerate(shape)},
-                concatenate=True,
-                align_arrays=False,
-                dtype=np.float64,
-                meta=np.empty((0,) * (1 + len(shape))),
-            )
-            total = parts.sum(axis=0, split_every=SPLIT_EVERY)
-        if reads is None:
-            return total
-        where = _dask_reads.describe_pass(func.args[0])
-        return delayed(_dask_reads.verified)(
-            total, result_shape, reads.reference, where
+            return _tree_sum(parts)
+        m = len(self.views)
+        args: list = []
+        for q, v in enumerate(self.views):
+            args += [v.X, ("k", f"j{q}")]
+        for c in consts:
+            args += [c, None]
+        out = ("k", *(f"o{i}" for i in range(len(shape))))
+        parts = da.blockwise(
+            partial(_chunk_call, func, m),
+            out,
+            *args,
+            new_axes={f"o{i}": n for i, n in enumerate(shape)},
+            concatenate=True,
+            dtype=np.float64,
+            meta=np.empty((0,) * (1 + len(shape))),
         )
+        return parts.sum(axis=0, split_every=SPLIT_EVERY)
+
+    def _per_chunk_checked(self, func, *consts):
+        """:meth:`_per_chunk`, each task also fingerprinting the chunks it reads.
+
+        The fingerprints travel with the partial sums (one small array per chunk,
+        :mod:`._dask_reads`) and are checked against the statistics pass's before
+        the result is returned; persisted chunks are the tasks' dependencies.
+        """
+        assert self.reads is not None
+        wrapped = self.reads.wrap(func, len(self.views))
+        if self._inline is not None:
+            parts = [
+                delayed(_inline_call)(wrapped, self._inline[k], k, *consts)
+                for k in range(self.n_chunks)
+            ]
+        else:
+            parts = [
+                delayed(wrapped)(k, *consts, *self._rows(k))
+                for k in range(self.n_chunks)
+            ]
+        total = _tree_sum(parts, _dask_reads.merge)
+        where = _dask_reads.describe_pass(func)
+        return delayed(_dask_reads.verified)(total, self.reads.reference, where)
 
     def mttkrp(self, factors: Sequence[np.ndarray], p: int) -> np.ndarray:
         """M_(p) (kr_{q != p} U_q) = Y_p^T (Hadamard_{q != p} Y_q U_q) / N."""

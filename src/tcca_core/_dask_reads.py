@@ -9,15 +9,14 @@ the moments of another: correlations above 1, or zeros, with no error.
 So each pass records a fingerprint of every chunk it reads, in the task that reads
 it: its rows, the sum and the sum of squares of its values, and its count of NaN or
 infinite values (:func:`fingerprint`). The statistics pass records the reference
-(:class:`ChunkReads`); every later pass returns its fingerprints with its result,
-one-hot at the chunk's place so that the tree sum of :mod:`._dask_chunks` carries
-them exactly (adding zeros), and :func:`verified` compares them before the result
-is used. A chunk with NaN or infinity fails with :class:`NonFiniteInputError`, a
-chunk that reads differently with :class:`InputChangedError`, both naming the view
-and the chunk. Two-view correlations outside [-1, 1] (impossible for data read
-consistently: Cauchy-Schwarz on whitened views) fail with
-:class:`InputChangedError` too; with three views or more the correlations are
-higher moments, which 1 does not bound.
+(:class:`ChunkReads`); every later pass returns its fingerprints with its partial
+sums (a few numbers per chunk, gathered by the tree sum, :func:`merge`), and
+:func:`verified` compares them before the result is used. A chunk with NaN or
+infinity fails with :class:`NonFiniteInputError`, a chunk that reads differently
+with :class:`InputChangedError`, both naming the view and the chunk. Two-view
+correlations outside [-1, 1] (impossible for data read consistently: Cauchy-Schwarz
+on whitened views) fail with :class:`InputChangedError` too; with three views or
+more the correlations are higher moments, which 1 does not bound.
 
 :func:`finite_views` makes the lazy arrays of ``transform`` fail the same way on a
 chunk with NaN or infinity, and :func:`warn_small_chunks` warns of chunks too small
@@ -40,6 +39,7 @@ __all__ = [
     "describe_pass",
     "fingerprint",
     "finite_views",
+    "merge",
     "verified",
     "warn_small_chunks",
 ]
@@ -62,14 +62,19 @@ class NonFiniteInputError(ValueError):
 def fingerprint(X) -> np.ndarray:
     """Return [rows, sum, sum of squares, non-finite count] of one dense chunk.
 
-    Over the finite values only, so that a NaN is counted, not propagated.
+    Two reductions; NaN and infinity, which make the sum of squares non-finite, are
+    then counted (and left out of the sums, so that they are counted, not
+    propagated).
     """
     X = np.asarray(X, dtype=np.float64)
-    finite = np.isfinite(X)
-    bad = X.size - int(np.count_nonzero(finite))
-    if bad:
-        X = np.where(finite, X, 0.0)
-    return np.array([X.shape[0], X.sum(), np.vdot(X, X), bad], dtype=np.float64)
+    flat = X.reshape(-1)
+    sq = float(np.dot(flat, flat))
+    if np.isfinite(sq):
+        return np.array([X.shape[0], flat.sum(), sq, 0.0])
+    finite = np.isfinite(flat)
+    bad = flat.size - int(np.count_nonzero(finite))
+    flat = np.where(finite, flat, 0.0)
+    return np.array([X.shape[0], flat.sum(), np.dot(flat, flat), bad], dtype=float)
 
 
 def _dense(X) -> np.ndarray:
@@ -85,19 +90,25 @@ def _chunk_fingerprint(X) -> np.ndarray:
     return fingerprint(_dense(X))
 
 
-def _fingerprinted(func, n_chunks: int, m: int, k, *args) -> np.ndarray:
-    """``func(*args)`` raveled, followed by the fingerprints of its m chunks.
+def _fingerprinted(func, m: int, k: int, *args) -> tuple:
+    """``func(*args)``, and the fingerprints of its m chunks as ``{k: (m, 4)}``.
 
-    The chunks are ``args[-m:]``; the fingerprints are an (m, n_chunks, 4) array,
-    zero but at chunk ``k``, so that sums of these vectors over the chunks keep
-    every chunk's fingerprint exactly.
+    The chunks are ``args[-m:]``, chunk ``k`` of every view.
     """
-    k = int(np.ravel(k)[0])
-    out = np.ravel(func(*args))
-    prints = np.zeros((m, n_chunks, 4))
-    for q, X in enumerate(args[len(args) - m :]):
-        prints[q, k] = _chunk_fingerprint(X)
-    return np.concatenate([out, prints.ravel()])
+    out = func(*args)
+    prints = np.array([_chunk_fingerprint(X) for X in args[len(args) - m :]])
+    return out, {k: prints}
+
+
+def merge(*parts) -> tuple:
+    """Sum the results of disjoint chunks and gather their fingerprints."""
+    total = parts[0][0]
+    total = total.copy() if isinstance(total, np.ndarray) else total
+    prints = dict(parts[0][1])
+    for out, more in parts[1:]:
+        total = total + out
+        prints.update(more)
+    return total, prints
 
 
 def describe_pass(func) -> str:
@@ -137,14 +148,10 @@ class ChunkReads:
     def wrap(self, func, m: int):
         """Return ``func`` returning its result and its chunks' fingerprints.
 
-        The wrapped function takes the chunk's index first (an array of one
-        integer), then ``func``'s arguments; see :func:`_fingerprinted`.
+        The wrapped function takes the chunk's index first, then ``func``'s
+        arguments; see :func:`_fingerprinted`.
         """
-        return partial(_fingerprinted, func, self.n_chunks, m)
-
-    def size(self) -> int:
-        """Length of the fingerprints a wrapped pass appends to its result."""
-        return self.n_views * self.n_chunks * 4
+        return partial(_fingerprinted, func, m)
 
 
 def _check_finite(prints: np.ndarray, where: str) -> None:
@@ -157,16 +164,18 @@ def _check_finite(prints: np.ndarray, where: str) -> None:
         )
 
 
-def verified(total, shape: tuple[int, ...], reference: np.ndarray, where: str):
-    """Split a wrapped pass's sum into its result and check its fingerprints.
+def verified(total: tuple, reference: np.ndarray, where: str):
+    """Check the fingerprints a pass gathered (:func:`merge`); return its result.
 
     Raises :class:`NonFiniteInputError` for a chunk with NaN or infinity and
     :class:`InputChangedError` for one whose fingerprint differs from
-    ``reference``; returns the result, of ``shape``.
+    ``reference`` (views x chunks x 4).
     """
-    total = np.asarray(total, dtype=np.float64)
-    size = int(np.prod(shape, dtype=np.int64))
-    prints = total[size:].reshape(reference.shape)
+    result, gathered = total
+    n_views, n_chunks, _ = reference.shape
+    if sorted(gathered) != list(range(n_chunks)):
+        raise InputChangedError(f"{where} did not read every row chunk once")
+    prints = np.stack([gathered[k] for k in range(n_chunks)], axis=1)
     _check_finite(prints, where)
     scale = np.abs(reference) + np.sqrt(reference[:, :, :1] * reference[:, :, 2:3])
     differ = np.abs(prints - reference) > RTOL * scale
@@ -183,7 +192,7 @@ def verified(total, shape: tuple[int, ...], reference: np.ndarray, where: str):
             f"squares {then}, then {now}): the data changed during the fit (a store "
             "rewritten, or chunks deleted); fit again on data that stay fixed"
         )
-    return total[:size].reshape(shape)
+    return result
 
 
 def check_correlations(rho: np.ndarray, n_views: int) -> np.ndarray:
