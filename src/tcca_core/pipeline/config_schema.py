@@ -116,6 +116,8 @@ def _describe(error):
     if kind == "pattern" and path and path[-1] in _FOLDER_KEYS:
         if error.instance == "":  # minLength says the same
             return _key(path), "must not be empty (got '')"
+        if isinstance(error.instance, str) and error.instance.isprintable():
+            return _key(path), f"must be a folder name, got {_short(error.instance)}"
         return _key(path), (
             "must be a folder name on one line (no control characters), got "
             f"{_short(error.instance)}"
