@@ -71,6 +71,7 @@ CORE_LAYERS = [
     {"solver.implicit", "solver.dense", "solver.tensorly"},  # the engines' tensors
     {"solver.als"},  # CP-ALS on any tensor's MTTKRP
     {"solver.convergence", "solver.engine"},  # starts, race, rank loop; warnings
+    {"solver.dask_reads"},  # what a Dask pass read, checked against the first
     {"solver.dask_chunks"},
     {"solver.dask"},
     {"solver.path", "solver"},  # the rank path of TCCA, KTCCA and Dask

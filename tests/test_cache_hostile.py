@@ -91,7 +91,9 @@ def _rewrite(entry, *, edit_arrays=None, edit_value=None, key=None):
     if edit_arrays is not None:
         members = {k: edit_arrays(a) for k, a in members.items()}
     if key is not None:
-        mac = np.frombuffer(fit_cache._mac(key, meta, members), dtype=np.uint8)
+        doc = {k: v for k, v in json.loads(meta).items() if k != "members"}
+        meta, mac_bytes = fit_cache._sign(key, doc, members)
+        mac = np.frombuffer(mac_bytes, dtype=np.uint8)
     members["__meta__"] = np.frombuffer(meta, dtype=np.uint8)
     if mac is not None:
         members["__mac__"] = mac

@@ -247,7 +247,36 @@ def test_dockerfile_installs_the_lock_with_its_hashes():
     python = summary["provenance"]["machine"]["python"]
     assert f"FROM python:{python}-" in text
     assert "pip install --require-hashes -r requirements/lock.txt" in text
-    assert "pip install --no-deps . && python -m pip check" in text
+    assert "pip install --no-build-isolation --no-deps . && python -m pip check" in text
+
+
+def test_lock_pins_the_build_backend_and_every_extra_ci_installs():
+    """Everything CI installs from pyproject.toml (.ci/run's ``-e ".[...]"`` extras)
+    and the build backend (``[build-system] requires``, which the Dockerfile builds
+    with, without build isolation) is pinned, with hashes, and meets pyproject."""
+    from packaging.requirements import Requirement
+
+    pins = _lock_pins()
+    run = (ROOT / ".ci" / "run").read_text()
+    extras = set()
+    for group in re.findall(r'-e "\.\[([a-z,]+)\]"', run):
+        extras |= set(group.split(","))
+    assert {"test", "pipeline", "dask", "docs", "lint", "packaging"} <= extras
+    project = PYPROJECT["project"]
+    wanted = list(PYPROJECT["build-system"]["requires"])
+    for extra in sorted(extras):
+        wanted += project["optional-dependencies"][extra]
+    build_in = (ROOT / "requirements" / "build.in").read_text().split()
+    assert set(PYPROJECT["build-system"]["requires"]) <= set(build_in)
+    for line in wanted:
+        req = Requirement(line)
+        name = _norm(req.name)[0]
+        assert name in pins, f"the lock lacks {name}"
+        assert req.specifier.contains(pins[name]), (line, pins[name])
+    header = LOCK.read_text().splitlines()[1]
+    assert "requirements/build.in" in header
+    for extra in extras:
+        assert f"--extra {extra}" in header, extra
 
 
 def test_summary_provenance_records_the_lock_digest(tmp_path):

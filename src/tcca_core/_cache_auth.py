@@ -10,8 +10,14 @@ refused when it is a link, another user's file or readable by others. An entry w
 HMAC does not verify (edited, forged, or written with another key) is logged and
 refitted, so someone who can write the folder but does not hold the key can cost
 refits, never change a result. Users who want to share one folder's fits share the
-key file, and so trust each other's entries; the HMAC is checked on the arrays as
-read, before anything is decoded (one pass over the entry's bytes).
+key file, and so trust each other's entries.
+
+The HMAC is over the ``__meta__`` member, which lists every other member's size and
+SHA-256 (:func:`manifest`): a reader checks the HMAC on a few bytes, then each
+member's size against the signed list, before it reads any array, and then each
+member's digest as it reads it in bounded chunks, before anything is decoded. A
+planted file (however large, sparse or not) costs a lookup the central directory and
+the meta member, never the file's size in time or memory.
 """
 
 from __future__ import annotations
@@ -27,7 +33,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ._cache_codec import EntryError
 from ._io import _create
 
 # The fit cache's logger, so that its log lines keep one name wherever they come from.
@@ -119,27 +124,42 @@ def _load_key(path: Path) -> bytes:
     return _read_key(path)
 
 
-def _mac(key: bytes, meta: bytes, arrays: dict[str, np.ndarray]) -> bytes:
-    """Return the HMAC-SHA256 of an entry under ``key``.
+def _mac(key: bytes, meta: bytes) -> bytes:
+    """Return the HMAC-SHA256 of an entry's ``__meta__`` bytes under ``key``.
 
-    It covers the ``__meta__`` bytes and every other member's name, dtype, shape,
-    memory order and data, as ``np.load`` gives them back.
+    The meta document lists every other member with its size and SHA-256
+    (:func:`manifest`), so the MAC covers the entry's stored bytes, and a reader
+    checks it, and every size, before reading any array.
     """
-    h = hmac.new(key, b"tcca fit cache entry\0", hashlib.sha256)
+    return hmac.new(key, b"tcca fit cache entry\0" + meta, hashlib.sha256).digest()
 
-    def chunk(b) -> None:
-        h.update(len(b).to_bytes(8, "little"))
-        h.update(b)
 
-    chunk(meta)
+class _Digest:
+    """A write-only file that keeps the SHA-256 and the length of what it is given."""
+
+    def __init__(self):
+        self.sha = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data) -> int:
+        view = memoryview(data).cast("B")
+        self.sha.update(view)
+        self.size += view.nbytes
+        return view.nbytes
+
+
+def manifest(arrays: dict[str, np.ndarray]) -> dict[str, list]:
+    """Return ``{"<name>.npy": [size, sha256 hex]}`` of each array's stored member.
+
+    The bytes are those :func:`numpy.lib.format.write_array` writes, as the entry
+    stores them.
+    """
+    out = {}
     for name in sorted(arrays):
         a = arrays[name]
         if type(a) is not np.ndarray or a.dtype.hasobject:
-            raise EntryError(f"member {name!r} is not an array of numbers")
-        # np.lib.format.write_array's rule: Fortran order only if not also C
-        fortran = bool(a.flags.f_contiguous and not a.flags.c_contiguous)
-        descr = np.lib.format.dtype_to_descr(a.dtype)
-        chunk(repr((name, descr, a.shape, fortran)).encode())
-        flat = a.ravel(order="F" if fortran else "C")  # a view when contiguous
-        chunk(flat.view(np.uint8) if a.nbytes else b"")
-    return h.digest()
+            raise TypeError(f"member {name!r} is not an array of numbers")
+        sink = _Digest()
+        np.lib.format.write_array(sink, a, allow_pickle=False)
+        out[f"{name}.npy"] = [sink.size, sink.sha.hexdigest()]
+    return out

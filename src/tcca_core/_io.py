@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, cast
 
-__all__ = ["atomic_write", "atomic_write_text", "write_csv"]
+__all__ = ["atomic_write", "atomic_write_text", "csv_cell", "write_csv"]
 
 _CREATE_FLAGS = (
     os.O_WRONLY
@@ -95,11 +96,13 @@ def atomic_write(
         os.close(fd)
         fd = -1
         os.replace(part, path)
-    except BaseException:
+    except BaseException as exc:
         if fd >= 0:
             os.close(fd)
         with contextlib.suppress(OSError):  # gone, or swapped for a directory
             os.unlink(part)  # a link swapped in is removed, not followed
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = os.fspath(path)  # a failed write names no file itself
         raise
 
 
@@ -111,8 +114,40 @@ def atomic_write_text(
         fh.write(text.encode(encoding))
 
 
+# A spreadsheet reads a cell that starts with one of these as a formula (OWASP, "CSV
+# injection"); a number ("-0.25", "+1.50") is still read as a number.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?(inf|nan)", re.I)
+
+
+def csv_cell(value):
+    """Return ``value``, a string that a spreadsheet would run prefixed with ``'``.
+
+    A string starting with ``= + - @``, a tab or a carriage return that is not a
+    plain number becomes ``"'" + value`` (shown as written, never evaluated);
+    anything else is returned unchanged.
+    """
+    if (
+        isinstance(value, str)
+        and value.startswith(_FORMULA_START)
+        and not _NUMBER.fullmatch(value)
+    ):
+        return "'" + value
+    return value
+
+
 def write_csv(frame, path: str | os.PathLike) -> None:
-    """Write a pandas DataFrame as CSV (UTF-8, no index, LF line ends), atomically."""
+    """Write a pandas DataFrame as CSV (UTF-8, no index, LF line ends), atomically.
+
+    Text cells and headings that a spreadsheet would read as a formula are
+    neutralized (:func:`csv_cell`).
+    """
+    text_columns = [c for c in frame.columns if frame[c].dtype.kind == "O"]
+    if text_columns or any(csv_cell(c) is not c for c in frame.columns):
+        frame = frame.copy()
+        for c in text_columns:
+            frame[c] = frame[c].map(csv_cell)
+        frame.columns = [csv_cell(c) for c in frame.columns]
     text = frame.to_csv(index=False, lineterminator="\n")
     with atomic_write(path) as fh:
         fh.write(text.encode("utf-8"))

@@ -96,6 +96,12 @@ def _check_one_view(X, p: int, *, accept_sparse: bool, dtype):
             raise ValueError(
                 f"view {p} is None; pass an array of shape (n_samples, n_features)"
             )
+        if isinstance(X, np.ma.MaskedArray):  # np.asarray would drop the mask
+            raise ValueError(
+                f"view {p} is a masked array ({int(np.ma.count_masked(X))} masked "
+                "entries), whose mask would be ignored; fill or drop the masked "
+                "entries and pass a plain array (np.ma.filled, np.ma.compress_rows)"
+            )
         try:
             X = np.asarray(X)
         except Exception as exc:  # ragged lists and the like

@@ -41,6 +41,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import hmac
+import io
 import json
 import logging
 import os
@@ -64,6 +65,7 @@ from ._cache_auth import _load_key as _load_key
 from ._cache_auth import _mac as _mac
 from ._cache_auth import _read_key as _read_key
 from ._cache_auth import default_key_file as default_key_file
+from ._cache_auth import manifest as manifest
 from ._cache_codec import _CLASSES as _CLASSES
 from ._cache_codec import _META as _META
 from ._cache_codec import EntryError as EntryError
@@ -83,11 +85,18 @@ logger = logging.getLogger(__name__)
 
 _LIBRARIES = ("numpy", "scipy", "scikit-learn", "tensorly")
 
-FORMAT_VERSION = 2  # 2: entries carry an HMAC (__mac__)
+FORMAT_VERSION = 3  # 2: entries carry an HMAC (__mac__); 3: over a signed manifest
 _SUFFIX = ".npz"
 _MAC = "__mac__"
 _PART = ".part-"
 _STALE_PART_S = 24 * 3600  # a temporary file this old belongs to no live writer
+# What a reader takes in before the HMAC is checked, at most: the zip's central
+# directory, the __mac__ and the __meta__ member (the value's JSON tree). Members are
+# then read in chunks of _CHUNK bytes.
+_MAX_DIRECTORY = 1 << 22
+_MAX_MAC = 1024
+_MAX_META = 1 << 26
+_CHUNK = 1 << 20
 
 
 @lru_cache(maxsize=1)
@@ -131,39 +140,125 @@ def _write_entry(fh, meta: bytes, arrays: dict[str, np.ndarray], mac: bytes) -> 
                 np.lib.format.write_array(f, arr, allow_pickle=False)
 
 
-def _read_entry(fh, size: int, digest: str, key: bytes):
-    """Read the value stored in the open entry file ``fh``.
+def _sign(key: bytes, doc: dict, arrays: dict[str, np.ndarray]) -> tuple[bytes, bytes]:
+    """Return an entry's ``__meta__`` bytes and HMAC.
 
-    The entry must carry the HMAC of its contents under ``key`` (checked on the
-    arrays as read, before anything is decoded) and have been written for
-    ``digest``.
+    The meta document is ``doc`` with the arrays' manifest (each stored member's
+    size and SHA-256), signed under ``key``.
     """
+    doc = {**doc, "members": manifest(arrays)}
+    meta = json.dumps(doc, allow_nan=True, separators=(",", ":")).encode()
+    return meta, _mac(key, meta)
+
+
+def _directory_size(fh) -> int:
+    """Return the size of the zip's central directory, from its end record."""
+    end = zipfile._EndRecData(fh)  # type: ignore[attr-defined]
+    if end is None:
+        raise EntryError("not a zip file (no end of central directory)")
+    return int(end[zipfile._ECD_SIZE])  # type: ignore[attr-defined]
+
+
+def _member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, sha256: str | None = None):
+    """Read one ``.npy`` member in chunks, check its SHA-256, return the array.
+
+    The array is a view of the bytes read (nothing is copied); a member whose
+    header, size or digest is not what it should be raises :class:`EntryError`.
+    """
+    buf = bytearray(info.file_size)
+    view = memoryview(buf)
+    h = hashlib.sha256()
+    with zf.open(info) as member:
+        pos = 0
+        while pos < len(buf):
+            chunk = member.read(min(_CHUNK, len(buf) - pos))
+            if not chunk:
+                raise EntryError(f"member {info.filename!r} is truncated")
+            view[pos : pos + len(chunk)] = chunk
+            h.update(chunk)
+            pos += len(chunk)
+    if sha256 is not None and not hmac.compare_digest(h.hexdigest(), sha256):
+        raise EntryError(
+            f"member {info.filename!r} is not what its HMAC-signed manifest records "
+            "(edited or forged)"
+        )
+    head = io.BytesIO(bytes(view[: 1 << 16]))
+    try:
+        version = np.lib.format.read_magic(head)
+        read_header = (
+            np.lib.format.read_array_header_1_0
+            if version == (1, 0)
+            else np.lib.format.read_array_header_2_0
+        )
+        shape, fortran, dtype = read_header(head)
+    except ValueError as exc:
+        raise EntryError(f"member {info.filename!r}: {exc}") from None
+    if dtype.hasobject:
+        raise EntryError(f"member {info.filename!r} holds Python objects")
+    count = 1
+    for n in shape:
+        count *= int(n)
+    offset = head.tell()
+    if offset + count * dtype.itemsize != len(buf):
+        raise EntryError(f"member {info.filename!r}: its size does not fit its shape")
+    flat = np.frombuffer(buf, dtype=dtype, count=count, offset=offset)
+    return flat.reshape(shape, order="F" if fortran else "C")
+
+
+def _read_entry(fh, size: int, digest: str, key: bytes):
+    """Read the value stored in the open entry file ``fh`` (``size`` bytes).
+
+    Verified before it is loaded: the central directory and the ``__meta__``
+    member are bounded (:data:`_MAX_DIRECTORY`, :data:`_MAX_META`); the HMAC of
+    ``__meta__`` under ``key`` is checked; the entry must have been written for
+    ``digest``; its members must be exactly those of the signed manifest, of the
+    sizes it records; each is then read in chunks and its SHA-256 checked before any
+    array is decoded.
+    """
+    if _directory_size(fh) > min(size, _MAX_DIRECTORY):
+        raise EntryError("its central directory is larger than an entry's")
+    fh.seek(0)
     with zipfile.ZipFile(fh) as zf:  # not a zip: BadZipFile, a miss
         infos = zf.infolist()
-        if sum(i.file_size for i in infos) > size:
-            raise EntryError("members larger than the file (compressed members)")
+        members = {i.filename: i for i in infos}
+        if len(members) != len(infos):
+            raise EntryError("two members of one name")
         for info in infos:
             if info.compress_type != zipfile.ZIP_STORED:
                 raise EntryError(f"compressed member {info.filename!r}")
-    fh.seek(0)
-    with np.load(fh, allow_pickle=False) as npz:
-        if _META not in npz.files or _MAC not in npz.files:
+        if sum(i.file_size for i in infos) > size:
+            raise EntryError("members larger than the file")
+        meta_info = members.pop(f"{_META}.npy", None)
+        mac_info = members.pop(f"{_MAC}.npy", None)
+        if meta_info is None or mac_info is None:
             raise EntryError("no __meta__ or no __mac__ member (another format)")
-        arrays = {name: npz[name] for name in npz.files}
-    meta, mac = arrays.pop(_META), arrays.pop(_MAC)
-    if type(meta) is not np.ndarray or type(mac) is not np.ndarray:
-        raise EntryError("__meta__ or __mac__ is not an array")
-    meta_bytes = meta.tobytes()
-    if not hmac.compare_digest(mac.tobytes(), _mac(key, meta_bytes, arrays)):
-        raise EntryError(
-            "its HMAC does not match this user's key (edited or forged, or written "
-            "by someone with another key)"
-        )
-    doc = json.loads(meta_bytes.decode())
-    if type(doc) is not dict or doc.get("format") != FORMAT_VERSION:
-        raise EntryError("another entry format")
-    if doc.get("key") != digest:
-        raise EntryError("written for another key (a copied or renamed file)")
+        if meta_info.file_size > _MAX_META or mac_info.file_size > _MAX_MAC:
+            raise EntryError("its __meta__ or __mac__ member is larger than an entry's")
+        meta = _member(zf, meta_info).tobytes()
+        mac = _member(zf, mac_info).tobytes()
+        if not hmac.compare_digest(mac, _mac(key, meta)):
+            raise EntryError(
+                "its HMAC does not match this user's key (edited or forged, or "
+                "written by someone with another key)"
+            )
+        doc = json.loads(meta.decode())
+        if type(doc) is not dict or doc.get("format") != FORMAT_VERSION:
+            raise EntryError("another entry format")
+        if doc.get("key") != digest:
+            raise EntryError("written for another key (a copied or renamed file)")
+        listed = doc.get("members")
+        if type(listed) is not dict or set(listed) != set(members):
+            raise EntryError("its members are not those its HMAC-signed manifest lists")
+        for name, info in members.items():
+            if listed[name][0] != info.file_size:
+                raise EntryError(
+                    f"member {name!r} is not of the size its HMAC-signed manifest "
+                    "records (edited or forged)"
+                )
+        arrays = {
+            name[: -len(".npy")]: _member(zf, info, listed[name][1])
+            for name, info in members.items()
+        }
     return decode_value(doc.get("value"), arrays)
 
 
@@ -291,8 +386,12 @@ class FitCache:
             self.unstored += 1
             return
         doc = {"format": FORMAT_VERSION, "key": digest, "value": tree}
-        meta = json.dumps(doc, allow_nan=True, separators=(",", ":")).encode()
-        mac = _mac(self._key, meta, arrays)
+        try:
+            meta, mac = _sign(self._key, doc, arrays)
+        except TypeError as exc:
+            logger.warning("fit cache: not storing an entry (%s)", exc)
+            self.unstored += 1
+            return
         path = self.folder / f"{digest}{_SUFFIX}"
         try:
             with atomic_write(

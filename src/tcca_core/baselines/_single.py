@@ -42,6 +42,11 @@ def l2_normalize_rows(X):
         scale = np.divide(1.0, norms, out=np.ones_like(norms), where=norms > 0)
         return sp.diags(scale) @ X
     X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(
+            f"l2_normalize_rows needs a 2-D array (n_samples, n_features), got shape "
+            f"{X.shape}; reshape one sample with X.reshape(1, -1)"
+        )
     norms = np.linalg.norm(X, axis=1, keepdims=True)
     return X / np.where(norms > 0, norms, 1.0)
 

@@ -116,7 +116,19 @@ def _describe(error):
     if kind == "pattern" and path and path[-1] in _FOLDER_KEYS:
         if error.instance == "":  # minLength says the same
             return _key(path), "must not be empty (got '')"
-        return _key(path), f"must be a folder name, got {_short(error.instance)}"
+        if isinstance(error.instance, str) and error.instance.isprintable():
+            return _key(path), f"must be a folder name, got {_short(error.instance)}"
+        return _key(path), (
+            "must be a folder name on one line (no control characters), got "
+            f"{_short(error.instance)}"
+        )
+    if kind == "pattern" and path and path[-1] in ("title", "label"):
+        return _key(path), (
+            "must be one line of plain text without `$` (a figure would read it as "
+            f"mathtext), got {_short(error.instance)}"
+        )
+    if kind == "pattern" and len(path) > 1 and path[0] == "machine":
+        return _key(path), f"must be one line of text, got {_short(error.instance)}"
     if kind in ("maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum"):
         bound = {
             "maximum": "at most",

@@ -26,6 +26,9 @@ mid-write never leaves a partial file under its final name.
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import io
 import logging
 import os
 import sys
@@ -82,7 +85,9 @@ def start_logging(
     """
     log = Path(log)
     log.parent.mkdir(parents=True, exist_ok=True)
-    stream = open(log, "w", buffering=1, encoding="utf-8")  # noqa: SIM115
+    stream = _LogStream(open(log, "w", buffering=1, encoding="utf-8"))  # noqa: SIM115
+    sys.excepthook = _FullDiskHook(rule, sys.excepthook)
+    logging.raiseExceptions = False  # a log line that cannot be written is dropped
     if not keep_stderr:
         sys.stderr = stream
     logging.basicConfig(
@@ -94,3 +99,63 @@ def start_logging(
     logging.getLogger("tcca_core").setLevel(logging.INFO)
     logging.captureWarnings(True)
     return logging.getLogger(f"workflow.{rule}")
+
+
+#: What a full disk (or a full quota) raises.
+_FULL = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
+
+
+class _LogStream(io.TextIOBase):
+    """A job's log file that a full disk cannot turn into an interpreter dump.
+
+    Writes that fail are dropped (the job's own error says why, on the terminal).
+    """
+
+    def __init__(self, fh):
+        self._fh = fh
+
+    def write(self, text: str) -> int:
+        with contextlib.suppress(OSError, ValueError):
+            self._fh.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self._fh.flush()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self._fh.close()
+        super().close()
+
+    def fileno(self) -> int:
+        return self._fh.fileno()
+
+
+class _FullDiskHook:
+    """``sys.excepthook`` that reports a full disk in one line, not a traceback.
+
+    Every output is written atomically, so nothing partial is left; the line names
+    the file that could not be written. Any other error goes to ``previous``.
+    """
+
+    def __init__(self, rule: str, previous):
+        self.rule = rule
+        self.previous = previous
+
+    def __call__(self, kind, exc, tb):
+        if isinstance(exc, OSError) and exc.errno in _FULL:
+            where = f" {exc.filename}" if exc.filename else ""
+            line = (
+                f"{self.rule}: cannot write{where}: {os.strerror(exc.errno)} (the "
+                "disk is full); nothing partial was left: free space and rerun\n"
+            )
+            outs = [sys.__stderr__] + (
+                [sys.stderr] * (sys.stderr is not sys.__stderr__)
+            )
+            for out in outs:
+                with contextlib.suppress(OSError, ValueError, AttributeError):
+                    out.write(line)
+                    out.flush()
+            return
+        self.previous(kind, exc, tb)

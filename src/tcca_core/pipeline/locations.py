@@ -12,6 +12,7 @@ Standard library only.
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -95,10 +96,98 @@ def _published_part(where: Path, work: Path) -> str | None:
     return None
 
 
+#: Folders of the system: no run writes in them, nor in what they hold.
+SYSTEM_TREES = tuple(
+    Path(p)
+    for p in ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+    + ("/boot", "/dev", "/proc", "/sys", "/run", "/private/etc", "/System")
+)
+#: Folders of the system that hold other folders: no run writes straight into them.
+SYSTEM_FOLDERS = tuple(
+    Path(p)
+    for p in ("/home", "/root", "/var", "/opt", "/srv", "/mnt", "/media", "/tmp")
+    + ("/Users", "/private", "/private/var", "/private/tmp", "/Volumes")
+)
+#: A run's own folders in the repository (outputs, data, caches; none is a source).
+OWN_FOLDERS = frozenset({PUBLISHED, "data", ".cache", "logs"})
+#: Source folders of the repository, refused even where git cannot list them.
+SOURCE_FOLDERS = frozenset({".git", "config", "src", "workflow", "tests", "docs"})
+
+
+def _repository_root(work: Path) -> Path:
+    """Return the git work tree ``work`` is in (``work`` itself outside one)."""
+    for folder in (work, *work.parents):
+        if (folder / ".git").exists():
+            return folder
+    return work
+
+
+def _tracked_folders(work: Path) -> set[str]:
+    """Return the folders of ``work`` that hold files git tracks, plus the sources.
+
+    Only their first path component; :data:`SOURCE_FOLDERS` when git cannot tell.
+    """
+    found = set(SOURCE_FOLDERS)
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "-z"],
+            cwd=work,
+            capture_output=True,
+            timeout=30,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return found
+    for name in listed.decode("utf-8", "replace").split("\0"):
+        head, sep, _ = name.partition("/")
+        if sep and head:
+            found.add(head)
+    return found
+
+
+def _own_folder_problem(where: Path, work: Path) -> str | None:
+    """Why ``where`` is not a folder of its own (None: it is).
+
+    Refused: a system folder (:data:`SYSTEM_TREES`, :data:`SYSTEM_FOLDERS`), the
+    working directory or the repository's root or any folder above them, the
+    repository's ``.git``, and any folder of the working directory that git
+    tracks files in (sources, documentation, configuration) but the run's own
+    (:data:`OWN_FOLDERS`).
+    """
+    for tree in SYSTEM_TREES:
+        if _inside(where, tree):
+            return f"in {tree}, a folder of the system"
+    if where in SYSTEM_FOLDERS:
+        return "a folder of the system"
+    root = _repository_root(work)
+    for top, what in ((work, "the working directory"), (root, "the repository")):
+        if where == top:
+            return f"{what} itself: the run's files would land among its own"
+        if where in top.parents:
+            return f"above {what} ({top}): the run's files would land among its own"
+    if _inside(where, root / ".git"):
+        return "inside the repository's .git"
+    if work in where.parents:
+        head = where.relative_to(work).parts[0]
+        if head not in OWN_FOLDERS and head in _tracked_folders(work):
+            return (
+                f"inside {head}/, a folder of the repository's own files (git tracks "
+                "files in it)"
+            )
+    return None
+
+
 def _resolved_note(given, where: Path, work: Path) -> str:
     """Where a symbolic link on the way leads, if one does."""
     plain = Path(os.path.abspath(work / os.fspath(given)))
     return "" if plain == where else f" (a link to {where})"
+
+
+_EXAMPLE = {
+    "results_dir": "results/<name>",
+    "data_root": "data",
+    "fit_cache": ".cache/fits",
+}
 
 
 def path_problems(
@@ -108,9 +197,12 @@ def path_problems(
 ) -> list[tuple[str, str]]:
     """List (key, problem) for folders that cannot be used, symbolic links resolved.
 
-    - ``results_dir``, ``data_root``, ``fit_cache``: not the file system's root nor
-      the home folder itself (outputs, ``raw/`` and ``prepared/`` or cache entries
-      would be written straight into it);
+    - ``results_dir``, ``data_root``, ``fit_cache``: a folder of its own: not the
+      file system's root nor the home folder itself (outputs, ``raw/`` and
+      ``prepared/`` or cache entries would be written straight into it), nor a
+      system folder, the working directory, the repository's root or a folder above
+      them, the repository's ``.git``, or a folder with tracked files other than the
+      run's own ``results/``, ``data/``, ``.cache/`` and ``logs/``;
     - ``data_root``, ``fit_cache``: not the published folder nor inside what a full
       run writes there (:data:`PUBLISHED_PARTS`);
     - ``mirror``: an existing folder (a misspelt mirror would skip every data set
@@ -141,6 +233,14 @@ def path_problems(
                     key,
                     f"{given!r}{note} is your home folder: the run would write "
                     "straight into it; choose a folder of its own",
+                )
+            )
+        elif (why := _own_folder_problem(where, work)) is not None:
+            problems.append(
+                (
+                    key,
+                    f"{given!r}{note} is {why}; choose a folder of its own, e.g. "
+                    + _EXAMPLE[key],
                 )
             )
         elif key != "results_dir":

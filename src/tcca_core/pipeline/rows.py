@@ -40,7 +40,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .._io import atomic_write, atomic_write_text
+from .._io import atomic_write, atomic_write_text, csv_cell
 
 if TYPE_CHECKING:  # pandas is imported where used: the rules import the names here
     import pandas as pd
@@ -234,15 +234,38 @@ def bundle_run(folder: PathLike) -> list[Path]:
     return written
 
 
+#: Most bytes a rows bundle may inflate to (the largest committed one: about 20 MB).
+MAX_INFLATED = 256 << 20
+
+
+def _inflate(path: PathLike) -> bytes:
+    """Return the inflated bytes of a gzip file, read 1 MiB at a time, bounded."""
+    parts, total = [], 0
+    with gzip.open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            total += len(chunk)
+            if total > MAX_INFLATED:
+                raise RowsError(
+                    f"{path}: inflates to more than {MAX_INFLATED >> 20} MiB (from "
+                    f"{os.path.getsize(path)} bytes): not a rows bundle"
+                )
+            parts.append(chunk)
+    return b"".join(parts)
+
+
 def read_bundle(path: PathLike) -> tuple[list[str], list[list[str]]]:
-    """Header and rows of a rows bundle, every cell as text; RowsError if not one."""
+    """Header and rows of a rows bundle, every cell as text; RowsError if not one.
+
+    At most :data:`MAX_INFLATED` bytes are inflated.
+    """
     try:
-        with gzip.open(path, "rt", encoding="utf-8", newline="") as fh:
-            table = list(csv.reader(fh))
+        data = _inflate(path)
     except FileNotFoundError:
         raise
     except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError
         raise RowsError(f"{path}: not a gzip-compressed CSV ({exc})") from None
+    try:
+        table = list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
     except (UnicodeDecodeError, csv.Error) as exc:
         raise RowsError(f"{path}: not a UTF-8 CSV inside the gzip ({exc})") from None
     return _checked(path, table, required=(FIT_FILE, *_REQUIRED))
@@ -262,6 +285,13 @@ def _checked(path, table, required) -> tuple[list[str], list[list[str]]]:
             )
         if not _FIT_NAME.fullmatch(row[0]):
             raise RowsError(f"{path}: line {i}: {row[0]!r} is not <method>/<name>.csv")
+    for i, row in enumerate([header, *rows], start=1):
+        for cell in row:
+            if csv_cell(cell) != cell:
+                raise RowsError(
+                    f"{path}: line {i}: {cell[:40]!r} is not a value a fit file "
+                    "writes (a spreadsheet would read it as a formula)"
+                )
     return header, rows
 
 

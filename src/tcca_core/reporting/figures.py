@@ -129,6 +129,11 @@ def _figure(n_panels: int, rows_per_panel: int, height: float):
     return fig, panels
 
 
+def _plain(text) -> str:
+    """Return ``text`` for matplotlib as plain text: ``$`` never starts mathtext."""
+    return str(text).replace("$", r"\$")
+
+
 def _finish(fig, title: str, paths: Sequence[str | os.PathLike], note: str = "",
             extra: Mapping | None = None):  # fmt: skip
     """Add the legend, the title, and write the files.
@@ -161,7 +166,7 @@ def _finish(fig, title: str, paths: Sequence[str | os.PathLike], note: str = "",
         legend.get_title().set_color("0.3")
     if title:
         wrapped = "\n".join(
-            textwrap.fill(line, width) for line in title.split("\n") if line
+            textwrap.fill(_plain(line), width) for line in title.split("\n") if line
         )
         fig.suptitle(wrapped, fontsize=10)
     for path in paths:
@@ -290,7 +295,7 @@ def plot_accuracy(
         _draw_paper(ax, ref, slots, x0, step)
         ax.set_xlabel("dimension of the common subspace r")
         ax.set_ylabel("test accuracy (%)")
-        ax.set_title(col["label"], fontsize=10)
+        ax.set_title(_plain(col["label"]), fontsize=10)
         ax.grid(True, alpha=0.3)
     _x_axis(panels, r_max, strip=(len(slots) + 2) * step if slots else 0.0)
     # What the shading and the marks are, as legend entries (after the methods).
@@ -347,7 +352,7 @@ def plot_cost(
             _draw(ax_t, method, g, "fit_s", level=_nested(method))
             _draw(ax_m, method, g, "peak_mb", level=_nested(method) or shared)
         ax_t.set_yscale("log", nonpositive="mask")
-        ax_t.set_title(col["label"], fontsize=10)
+        ax_t.set_title(_plain(col["label"]), fontsize=10)
         ax_t.set_ylabel("fit time (s, log)")
         ax_m.set_ylabel("peak traced memory (tracemalloc, MB)")
         ax_m.set_xlabel("dimension of the common subspace r")

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 
 from ..paper import PAPER_TABLES
 from ..registry import METHODS
-from .figures import _finish
+from .figures import _finish, _plain
 from .tables import _rank
 
 __all__ = [
@@ -252,7 +252,7 @@ def plot_at_a_glance(
     axes = fig.subplots(1, max(len(panels), 1), squeeze=False)[0]
     for ax, (name, group) in zip(axes, panels.items(), strict=False):
         _draw_panel(ax, group, rows)
-        ax.set_title(name, fontsize=10)
+        ax.set_title(_plain(name), fontsize=10)
     if not panels:  # a reduced run without the paper's tables: say so, not fail
         axes[0].set_axis_off()
         axes[0].text(0.5, 0.5, NO_CELLS, ha="center", va="center", wrap=True)

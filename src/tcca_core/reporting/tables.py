@@ -20,6 +20,7 @@ from .._io import atomic_write_text, write_csv
 from ..paper import NOT_ATTEMPTED, PAPER_TABLES
 from ..protocol.selection import accuracy_by_r, select
 from ..registry import METHODS
+from . import escape
 
 # ------------------------------------------------------------------------ methods
 
@@ -291,7 +292,7 @@ def _num(x):
 
 
 def _escape_md(text: str) -> str:
-    return str(text).replace("|", "\\|")
+    return escape.markdown(text)
 
 
 def to_markdown(table: pd.DataFrame, title: str = "", notes: Sequence[str] = ()) -> str:
@@ -299,7 +300,8 @@ def to_markdown(table: pd.DataFrame, title: str = "", notes: Sequence[str] = ())
 
     The table is :meth:`pandas.DataFrame.to_markdown` (tabulate's ``pipe`` format:
     padded columns, the first left-aligned, the others right-aligned); cells are
-    kept as written (no number parsing) and ``|`` in them is escaped.
+    kept as written (no number parsing); cells, headings, the title and the notes are
+    escaped (:func:`.escape.markdown`: no raw HTML, links or code from them).
     """
     cells = table.astype(str).map(_escape_md)
     cells.columns = [_escape_md(c) for c in table.columns]
@@ -310,27 +312,13 @@ def to_markdown(table: pd.DataFrame, title: str = "", notes: Sequence[str] = ())
     lines = [f"**{_escape_md(title)}**", ""] if title else []
     lines.append(body)
     if notes:
-        lines += ["", *notes]
+        lines += ["", *(_escape_md(n) for n in notes)]
     return "\n".join(lines) + "\n"
-
-
-_LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-}
 
 
 def _escape_tex(text) -> str:
     """Escape LaTeX's special characters (for the caption and the notes)."""
-    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
+    return escape.latex(text)
 
 
 def to_latex(
@@ -341,9 +329,10 @@ def to_latex(
     The table is :meth:`pandas.io.formats.style.Styler.to_latex` (cells and headings
     escaped by pandas); the caption and the notes are escaped here.
     """
+    table = table.astype(str).map(escape.one_line)
+    table.columns = [escape.one_line(c) for c in table.columns]
     styler = (
-        table.astype(str)
-        .style.hide(axis="index")
+        table.style.hide(axis="index")
         .format(escape="latex")
         .format_index(escape="latex", axis=1)
     )
@@ -370,10 +359,9 @@ def to_html(
     """Render tables as one HTML page (each a heading, the table, its notes).
 
     The tables are :meth:`pandas.io.formats.style.Styler.to_html`; the page is
-    what the Snakemake report shows inline.
+    what the Snakemake report shows inline. Every text of the page (title, headings,
+    column headings, cells, notes) is escaped.
     """
-    import html
-
     css = (
         "body{font-family:sans-serif;font-size:14px;margin:1em}"
         "table{border-collapse:collapse;margin:.5em 0 1em}"
@@ -384,15 +372,20 @@ def to_html(
     parts = [
         "<!DOCTYPE html>",
         '<html><head><meta charset="utf-8">',
-        f"<title>{html.escape(title)}</title><style>{css}</style></head><body>",
+        f"<title>{escape.html(title)}</title><style>{css}</style></head><body>",
     ]
     if title:
-        parts.append(f"<h2>{html.escape(title)}</h2>")
+        parts.append(f"<h2>{escape.html(title)}</h2>")
     for heading, table, notes in sections:
-        parts.append(f"<h3>{html.escape(heading)}</h3>")
-        styler = table.astype(str).style.hide(axis="index").format(escape="html")
+        parts.append(f"<h3>{escape.html(heading)}</h3>")
+        styler = (
+            table.astype(str)
+            .style.hide(axis="index")
+            .format(escape="html")
+            .format_index(escape="html", axis=1)
+        )
         parts.append(styler.to_html(table_uuid=_slug(heading)))
-        parts += [f'<p class="note">{html.escape(n)}</p>' for n in notes]
+        parts += [f'<p class="note">{escape.html(n)}</p>' for n in notes]
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 

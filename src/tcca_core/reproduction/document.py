@@ -13,11 +13,13 @@ computes what they show.
 from __future__ import annotations
 
 import re
+import urllib.parse
 from collections.abc import Mapping, Sequence
 
 from ..paper import PAPER_TABLES
 from ..registry import METHODS, methods_where
 from ..reporting import READINGS, format_pm, method_label
+from ..reporting.escape import markdown as _md
 from . import record
 from .claims import CLAIMS, _fmt
 from .investigations import (
@@ -237,15 +239,17 @@ def _missing_tables(summary: Mapping, missing: Mapping[str, str]) -> list[dict]:
 
 
 def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    def esc(x):
-        return str(x).replace("|", "\\|")
-
     lines = [
-        "| " + " | ".join(map(esc, header)) + " |",
+        "| " + " | ".join(map(_md, header)) + " |",
         "|" + "|".join("---" for _ in header) + "|",
     ]
-    lines += ["| " + " | ".join(map(esc, row)) + " |" for row in rows]
+    lines += ["| " + " | ".join(map(_md, row)) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def _link(path: str) -> str:
+    """Return a folder as a Markdown link destination (percent-encoded)."""
+    return urllib.parse.quote(str(path), safe="/._-~")
 
 
 def _flag(rec) -> str:
@@ -257,7 +261,7 @@ def _flag(rec) -> str:
 
 def _table_section(summary: Mapping, table: str, figures: str) -> str:
     t = summary["tables"][table]
-    parts = [f"### {t['title']}", ""]
+    parts = [f"### {_md(t['title'])}", ""]
     has_paper = bool(t.get("paper_table"))
     tests = cell_tests(summary)
     post_hoc = []
@@ -301,7 +305,7 @@ def _table_section(summary: Mapping, table: str, figures: str) -> str:
                 row += [paper, diff, _flag(rec), welch_p, g]
             rows.append(row)
         n = max((r.get("n_splits") or 0 for r in a), default=0)
-        parts += [f"**{col}** ({n} splits)", "", _md_table(header, rows), ""]
+        parts += [f"**{_md(col)}** ({n} splits)", "", _md_table(header, rows), ""]
     if post_hoc:
         labels = ", ".join(method_label(m) for m in dict.fromkeys(post_hoc))
         parts += [
@@ -310,9 +314,9 @@ def _table_section(summary: Mapping, table: str, figures: str) -> str:
             "",
         ]
     parts += [
-        f"![Accuracy against r: {table}]({figures}/{table}_accuracy.png)",
+        f"![Accuracy against r: {table}]({_link(figures)}/{table}_accuracy.png)",
         "",
-        f"![Fit time and memory against r: {table}]({figures}/{table}_cost.png)",
+        f"![Fit time and memory against r: {table}]({_link(figures)}/{table}_cost.png)",
         "",
     ]
     return "\n".join(parts)
@@ -330,7 +334,9 @@ def _provenance(summary: Mapping) -> str:
         f"- Seed: {cfg.get('seed')}, splits: {cfg.get('n_splits')}, r grid: "
         f"{cfg.get('r_grid')}, validation share: {cfg.get('val_fraction')}",
         "- Machine: "
-        + ", ".join(f"{k} {v}" for k, v in sorted(machine.items()) if v is not None)
+        + ", ".join(
+            f"{_md(k)} {_md(v)}" for k, v in sorted(machine.items()) if v is not None
+        )
         + (
             " (where the fits ran, as the configuration gives it: they were written "
             "back from committed rows and aggregated on another machine; "
@@ -369,7 +375,7 @@ def _reduced_run(summary: Mapping) -> dict | None:
     n_splits, r_grid = cfg.get("n_splits"), cfg.get("r_grid")
     if n_splits == 5 and r_grid == "paper" and not run.get("reduced"):
         return None
-    label = f" ({run['label']})" if run.get("reduced") else ""
+    label = f" ({_md(run['label'])})" if run.get("reduced") else ""
     return {"label": label, "n_splits": n_splits, "r_grid": r_grid}
 
 
@@ -461,9 +467,9 @@ def build(
             provenance=_provenance(summary),
             release=release,
             tables=[_table_section(summary, t, figures) for t in tables],
-            figures=figures,
+            figures=_link(figures),
             not_run=[
-                (t, why)
+                (t, _md(why))
                 for t, why in missing.items()
                 if t not in summary.get("tables", {})
             ],

@@ -43,6 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 from dask import delayed
 
+from . import dask_reads
 from .dask_chunks import (
     SPLIT_EVERY,
     _blocks,
@@ -192,7 +193,13 @@ class DaskMoment:
     graph that maps over the row chunks and reduces by a tree; it runs on the
     active scheduler (a ``distributed.Client`` when one exists). Nothing is cached
     between calls: a projection Y_q U_q has N rows.
+
+    With ``reads`` (a :class:`.dask_reads.ChunkReads` of the statistics pass),
+    every pass also checks that it read the chunks that pass read.
     """
+
+    #: the fingerprints every pass is checked against (None: unchecked)
+    reads: dask_reads.ChunkReads | None = None
 
     def __init__(self, views: Sequence[DaskView]):
         self.views = list(views)
@@ -220,6 +227,8 @@ class DaskMoment:
         Otherwise (views persisted in memory, or computed) the chunks are the
         task's dependencies, by one blockwise task per chunk.
         """
+        if self.reads is not None:
+            return self._per_chunk_checked(func, *consts)
         if self._inline is not None:
             parts = [
                 delayed(_inline_call)(func, self._inline[k], *consts)
@@ -243,6 +252,29 @@ class DaskMoment:
             meta=np.empty((0,) * (1 + len(shape))),
         )
         return parts.sum(axis=0, split_every=SPLIT_EVERY)
+
+    def _per_chunk_checked(self, func, *consts):
+        """:meth:`_per_chunk`, each task also fingerprinting the chunks it reads.
+
+        The fingerprints travel with the partial sums (one small array per chunk,
+        :mod:`.dask_reads`) and are checked against the statistics pass's before
+        the result is returned; persisted chunks are the tasks' dependencies.
+        """
+        assert self.reads is not None
+        wrapped = self.reads.wrap(func, len(self.views))
+        if self._inline is not None:
+            parts = [
+                delayed(_inline_call)(wrapped, self._inline[k], k, *consts)
+                for k in range(self.n_chunks)
+            ]
+        else:
+            parts = [
+                delayed(wrapped)(k, *consts, *self._rows(k))
+                for k in range(self.n_chunks)
+            ]
+        total = _tree_sum(parts, dask_reads.merge)
+        where = dask_reads.describe_pass(func)
+        return delayed(dask_reads.verified)(total, self.reads.reference, where)
 
     def mttkrp(self, factors: Sequence[np.ndarray], p: int) -> np.ndarray:
         """M_(p) (kr_{q != p} U_q) = Y_p^T (Hadamard_{q != p} Y_q U_q) / N."""
@@ -395,8 +427,9 @@ class DaskEngine(MomentEngine):
         return self._op.residual_sq(factors)
 
     def correlations(self, factors: Sequence[np.ndarray]) -> np.ndarray:
-        """rho_k of the training data, one pass over the chunks."""
-        return self._op.correlations(factors)
+        """rho_k of the training data, one pass over the chunks (checked)."""
+        rho = self._op.correlations(factors)
+        return dask_reads.check_correlations(rho, len(self.views))
 
     def init_cost(self) -> float:
         """Flops of the exact HOSVD start (slabs of the unfoldings; never N x N)."""
@@ -425,16 +458,31 @@ def check_views(views, algorithm: str) -> list:
             "done for Dask views (they may not fit in memory); use algorithm='auto' "
             "or 'implicit' (the tensor-free engine, run as Dask tasks)"
         )
-    return as_dask_views(views)
+    views = as_dask_views(views)
+    dask_reads.warn_small_chunks(views)
+    return _ReadViews(views, dask_reads.ChunkReads(len(views), views[0].numblocks[0]))
+
+
+class _ReadViews(list):
+    """The checked Dask views, with the fingerprints of what their passes read.
+
+    The statistics pass records every chunk's fingerprint; the engine checks each
+    later pass against it (:mod:`.dask_reads`), so data that change under a fit
+    are an error, not a silent number.
+    """
+
+    def __init__(self, views, reads: dask_reads.ChunkReads):
+        super().__init__(views)
+        self.reads = reads
 
 
 def statistics(views, center: bool):
     """Return the means and covariances, and the check that no view is constant.
 
     One pass over the chunks (:func:`view_statistics`), for
-    :func:`.path.tcca_rank_path`.
+    :func:`.path.tcca_rank_path`; it records what it read (``views.reads``).
     """
-    stats = view_statistics(views, center)
+    stats = view_statistics(views, center, getattr(views, "reads", None))
 
     def check_constant():
         for p, (_, _, constant) in enumerate(stats):
@@ -451,10 +499,13 @@ def engine(views, means, whiteners, rank: int, algorithm: str) -> DaskEngine:
     """Return the :class:`DaskEngine` of the whitened views.
 
     ``rank`` and ``algorithm`` have no say: the engine is the tensor-free one.
+    Every pass it makes is checked against what the statistics pass read.
     """
-    return DaskEngine(
+    out = DaskEngine(
         [DaskView(X, mu, W) for X, mu, W in zip(views, means, whiteners, strict=True)]
     )
+    out._op.reads = getattr(views, "reads", None)
+    return out
 
 
 def transform(estimator, views, per_view: bool = False) -> Any:
@@ -471,7 +522,7 @@ def transform(estimator, views, per_view: bool = False) -> Any:
         raise ValueError(
             f"the estimator was fitted on {len(d_in)} views, got {len(views)}"
         )
-    checked = as_dask_views(views, min_samples=1)
+    checked = dask_reads.finite_views(as_dask_views(views, min_samples=1))
     for p, (X, d) in enumerate(zip(checked, d_in, strict=True)):
         if X.shape[1] != d:
             raise ValueError(

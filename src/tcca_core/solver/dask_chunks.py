@@ -97,28 +97,38 @@ def _merge_stats(*parts):
     return n, mean, S, bad, hi, lo, amax
 
 
-def view_statistics(views: Sequence, center: bool) -> list[tuple]:
+def view_statistics(views: Sequence, center: bool, reads=None) -> list[tuple]:
     """Per view: (mean, C_pp, constant?) from one pass over the data.
 
     With ``center=False`` the mean is zero and C_pp the raw second moment, as the
     in-memory fit computes them. Raises the in-memory messages for NaN/infinity
-    and for values whose squares overflow.
+    (:class:`.dask_reads.NonFiniteInputError`) and for values whose squares
+    overflow. ``reads`` (a :class:`.dask_reads.ChunkReads`) records the
+    fingerprint of every chunk in the same pass.
     """
+    from .dask_reads import NonFiniteInputError
+
+    blocks = [_blocks(X) for X in views]
     stats = [
-        _tree_sum([delayed(_chunk_stats)(b, center) for b in _blocks(X)], _merge_stats)
-        for X in views
+        _tree_sum([delayed(_chunk_stats)(b, center) for b in bs], _merge_stats)
+        for bs in blocks
     ]
-    merged = dask.compute(*stats)
+    prints = reads.graph(blocks) if reads is not None else []
+    merged, prints = dask.compute(stats, prints)
     out = []
     for p, (X, (n, mean, S, bad, hi, lo, amax)) in enumerate(
         zip(views, merged, strict=True)
     ):
         if bad:
-            raise ValueError(f"view {p} contains NaN or infinity ({bad} entries)")
+            raise NonFiniteInputError(
+                f"view {p} contains NaN or infinity ({bad} entries)"
+            )
         check_magnitude(np.array([amax]), X.shape, f"view {p}")
         C = S / n
         constant = bool(np.array_equal(hi, lo))
         out.append((mean, (C + C.T) / 2, constant))
+    if reads is not None:
+        reads.record(prints)
     return out
 
 
