@@ -14,6 +14,7 @@ them and the training samples.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from time import perf_counter
 from typing import ClassVar
@@ -25,6 +26,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from ._convergence import warn_unconverged
 from ._engine import MomentEngine, fit_ranks
 from ._multiview import HighOrderCorrelationMixin
+from ._spikes import kernel_neighbours, spike_message
 from ._tcca import SOLVER_CONSTRAINTS, check_ranks, is_dask_views, max_cp_rank
 from ._tensors import WhitenedView
 from ._validation import (
@@ -130,7 +132,9 @@ def ktcca_path(
     ``ranks``, with ``kernels`` (fitted :class:`~tcca_core.kernels.ViewKernel`),
     ``center_stats``, ``cholesky`` (L_p), ``factors`` (B_p), ``dual_coef``
     (L_p^(-1) B_p), ``weights``, ``correlations``, ``n_iter``, ``converged``,
-    ``errors``, ``engine``, ``init``, ``start_errors`` and ``fit_seconds``.
+    ``errors``, ``engine``, ``init``, ``start_errors``, ``fit_seconds`` and
+    ``spikes`` (why the components are single-sample spikes, or None: see
+    :func:`._spikes.spike_message`).
     """
     p = validate_params(
         {
@@ -168,7 +172,7 @@ def ktcca_path(
         check_varying(views, "KTCCA", skip)
 
     t_setup = perf_counter()
-    vkernels, stats_all, Ls, wviews = [], [], [], []
+    vkernels, stats_all, Ls, wviews, neighbours = [], [], [], [], []
     for q, (X, k, kp) in enumerate(zip(views, kernels, kparams, strict=True)):
         vk = ViewKernel.for_view(k, kp, q)
         K = vk.fit(X)
@@ -176,6 +180,7 @@ def ktcca_path(
             if K.shape[0] != N:
                 raise ValueError(f"the kernel of view {q} must be {N} x {N}")
             _check_psd(K, q)
+        neighbours.append(kernel_neighbours(K))
         stats = None
         if center:
             K, stats = center_kernel(K)
@@ -208,6 +213,12 @@ def ktcca_path(
                 sla.solve_triangular(L, B, lower=False)
                 for L, B in zip(Ls, fit["factors"], strict=True)
             ],
+            "spikes": spike_message(
+                [Y.Y @ B for Y, B in zip(wviews, fit["factors"], strict=True)],
+                neighbours,
+                fit["correlations"],
+                vkernels,
+            ),
             **fit,
         }
         for r, fit in fits.items()
@@ -231,7 +242,11 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
         matrices; ``transform`` takes (n_new, N) cross kernels) or a callable
         ``k(A, B)``.
     kernel_params : dict or list of dicts, optional
-        Extra arguments of :class:`tcca_core.kernels.ViewKernel` (e.g. ``gamma``).
+        Extra arguments of :class:`tcca_core.kernels.ViewKernel`: ``gamma`` of
+        ``"rbf"``, a number or ``"scale"`` (1 / (n_features * X.var()), for
+        features that are not standardized). A kernel so narrow that every
+        training sample is far from every other makes the components spikes on
+        single samples; the fit then warns, naming the view and the fix.
     center : bool, default=True
         Center the kernels in feature space (H K H), as TCCA centers the data.
     jitter : float, default=1e-10
@@ -334,6 +349,8 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
         self.n_views_ = len(out["kernels"])
         self.n_train_ = out["factors"][0].shape[0]
         self.fit_seconds_ = out["fit_seconds"]
+        if out.get("spikes"):
+            warnings.warn(f"KTCCA: {out['spikes']}", UserWarning, stacklevel=3)
         warn_unconverged("KTCCA", out, self.tol)
         return self
 
