@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -74,3 +75,19 @@ def test_the_readme_pipeline_snippet_runs_verbatim(snippet):
     ]
     assert pipe.named_steps["tcca"].max_iter == 20  # the short TCCA was used
     assert pipe.score(X, y) > 0.6  # well above chance (0.5): the steps fit together
+
+
+def test_the_readme_pipeline_snippet_at_the_defaults_warns_nothing(snippet):
+    """The snippet verbatim, the README's TCCA at its defaults, on ordinary data
+    (scikit-learn's digits cut into three views of pixels): no warning at all."""
+    from sklearn.datasets import load_digits
+
+    from tcca_core import TCCA
+
+    X, y = load_digits(return_X_y=True)
+    views = [X[:, :21], X[:, 21:42], X[:, 42:]]
+    namespace = {"np": np, "TCCA": TCCA, "views": views, "y": y}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        exec(compile(snippet, str(README), "exec"), namespace)
+    assert namespace["pipe"].named_steps["tcca"].max_iter == 500  # the default

@@ -420,3 +420,47 @@ def test_an_eps_that_swamps_the_covariance_is_named(rng, scale, eps):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         TCCA(2, eps=1e-2, random_state=0).fit([X / scale for X in views])
+
+
+# ------------------------------------------------ when running out of sweeps warns
+def _digit_views():
+    from sklearn.datasets import load_digits
+
+    X = load_digits().data
+    return [X[:, :21], X[:, 21:42], X[:, 42:]]
+
+
+def _fall_per_sweep(errors, window=5):
+    """Mean relative decrease of the error per sweep over the last ``window``."""
+    return (errors[-1 - window] - errors[-1]) / window / errors[-1]
+
+
+def test_still_moving_is_the_usual_rule_per_sweep():
+    from tcca_core._convergence import still_moving
+
+    tol, k = 1e-5, np.arange(40)
+    assert not still_moving(0.3 * (1 - 0.5 * tol) ** k, tol)  # creeps below tol
+    assert still_moving(0.3 * (1 - 2 * tol) ** k, tol)
+    assert not still_moving(np.full(40, 0.3), tol)
+    assert not still_moving(0.3 + 1e-9 * k, tol)  # a stall at rounding, not a fall
+    assert still_moving([0.5, 0.4, 0.3], tol)  # too few sweeps to tell
+
+
+@pytest.mark.parametrize(("r", "warns"), [(40, False), (50, False), (45, True)])
+def test_running_out_of_sweeps_warns_only_while_the_error_still_falls(r, warns):
+    """Digits at r = 40-50 use all 500 sweeps: the stopping rule, looking ahead for
+    a swamp, does not stop them. Where the error then creeps by less than tol per
+    sweep (the usual rule's test) nothing warns; where it still falls faster, the
+    warning says by how much, measured on the errors the fit reports."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = TCCA(r, random_state=0).fit(_digit_views())
+    assert est.n_iter_ == est.max_iter and not est.converged_
+    fall = _fall_per_sweep(est.reconstruction_errors_)
+    conv = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert not [w for w in caught if w not in conv]
+    assert (fall >= est.tol) == warns and len(conv) == int(warns)
+    if warns:
+        message = str(conv[0].message)
+        assert f"fell by {5 * fall:.2g} of itself over the last 5 sweeps" in message
+        assert f"({fall / est.tol:.3g} times tol per sweep)" in message

@@ -292,7 +292,11 @@ class TCCA(
         its ALS broke down (the error rose more than 0.1 % above the lowest it
         reached) or diverged (a degenerate fit: components far larger than the
         tensor, cancelling each other, or overflowing); the iterate of lowest
-        error is kept, and a ConvergenceWarning says which.
+        error is kept, and a ConvergenceWarning says which. A fit that used all
+        ``max_iter`` sweeps warns only while its error still falls by ``tol`` of
+        itself per sweep or more (and says by how much): one that creeps more
+        slowly has converged by the usual rule, though not by ours, which looks
+        ahead for a swamp.
     reconstruction_errors_ : list of float
         ||M - M_hat||_F / ||M||_F after each sweep of the kept start (up to the
         iterate kept).
