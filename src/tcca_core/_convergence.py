@@ -131,7 +131,7 @@ def convergence_message(
     moved = (errors[-1 - w] - errors[-1]) / max(errors[-1], 1e-300) if w > 0 else 0.0
     # a rise smaller than a breakdown (above) is a stall at rounding level, where
     # "still fell by -4.7e-07" would mislead
-    times = f" ({moved / (w * tol):.3g} times tol per sweep)" if tol > 0 else ""
+    times = f" ({moved / (w * tol):.3g} times tol per sweep)" if w * tol > 0 else ""
     trend = (
         f"still fell by {moved:.2g} of itself over the last {w} sweeps{times}; a "
         "larger max_iter may lower it further"
