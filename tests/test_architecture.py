@@ -22,7 +22,7 @@ ANYWHERE = {"_lazy"}
 CORE = {
     "_validation", "_linalg", "_als", "_convergence", "_tensors", "_sparse_moments", "_dense",
     "_engine", "_dask", "_dask_chunks", "_tcca", "_ktcca", "kernels", "learners", "baselines",
-    "_multiview",
+    "_multiview", "_progress", "_spikes",
 }  # fmt: skip
 SKLEARN = {"compose", "model_selection"}  # scikit-learn tools on lists of views
 #: component -> the components it may import (besides itself)

@@ -17,7 +17,7 @@ from time import perf_counter
 
 import numpy as np
 
-from . import _dense
+from . import _dense, _progress
 from ._linalg import svd
 from ._sparse_moments import _prod, sparse_moment_cost
 from ._tensors import (
@@ -377,6 +377,7 @@ class MomentEngine:
             for st in starts
         ]
         profile = {"starts": len(U0s), "start_s": perf_counter() - t0}
+        _progress.starts(len(U0s))
         diverged, rise = False, None
         if self.name == "tensorly":  # the reference: every start run in full
             fits = [self._tensorly(rank, U0, max_iter, tol, linesearch) for U0 in U0s]
@@ -437,6 +438,7 @@ class MomentEngine:
                 resume=resume,
                 residual_sq=self.residual_sq,
                 combine=self._op is not None,
+                callback=_progress.sweep_callback(),
             )
 
         def last(res):  # the error of the iterate a fit would keep
@@ -540,7 +542,7 @@ class MomentEngine:
 
         if isinstance(init, str) and init == "auto":
             init = self.auto_init(ranks)
-        out = {}
+        out: dict[int, tuple] = {}
         previous = None
         order = sorted(set(ranks)) if warm_start else list(dict.fromkeys(ranks))
         rng = as_generator(random_state)
@@ -551,6 +553,7 @@ class MomentEngine:
             warm_rng = as_generator(random_state)
         for r in order:
             t = perf_counter()
+            _progress.rank_begins(r, len(out) + 1, len(order))
             if not isinstance(random_state, np.random.Generator):
                 rng = as_generator(random_state)
             extra: list[list[np.ndarray]] = []
@@ -582,6 +585,7 @@ class MomentEngine:
             )
             previous = [factors[0] * weights, *factors[1:]]
             out[r] = (weights, factors, info, perf_counter() - t)
+            _progress.rank_done(info, out[r][3])
             logger.info(
                 "rank %d (%d/%d): %d ALS sweeps, start %s, error %.6g, %.1f s%s",
                 r,

@@ -26,8 +26,15 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from ._convergence import warn_unconverged
 from ._engine import MomentEngine, fit_ranks
 from ._multiview import HighOrderCorrelationMixin
+from ._progress import fit_progress
 from ._spikes import kernel_neighbours, spike_message
-from ._tcca import SOLVER_CONSTRAINTS, check_ranks, is_dask_views, max_cp_rank
+from ._tcca import (
+    SOLVER_CONSTRAINTS,
+    VERBOSE_CONSTRAINT,
+    check_ranks,
+    is_dask_views,
+    max_cp_rank,
+)
 from ._tensors import WhitenedView
 from ._validation import (
     Interval,
@@ -104,7 +111,7 @@ def dask_message(views) -> str:
 
 
 def _path_params(params: dict) -> dict:
-    return {k: v for k, v in params.items() if k != "n_components"}
+    return {k: v for k, v in params.items() if k not in ("n_components", "verbose")}
 
 
 def ktcca_path(
@@ -258,7 +265,7 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
         (+0.3 s at N = 500, minutes at N = 5,597); ``"auto"`` takes it unless it
         costs more than the ALS sweeps, and the randomized start with power
         iterations otherwise.
-    max_iter, tol, n_init, linesearch, random_state, algorithm
+    max_iter, tol, n_init, linesearch, random_state, algorithm, verbose
         As in :class:`tcca_core.TCCA`; the dense engine builds the N^m tensor S.
 
     Attributes
@@ -277,6 +284,7 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
         "kernel_params": [dict, list, tuple, None],
         "center": ["boolean"],
         "jitter": [Interval("real", 0, None)],
+        "verbose": VERBOSE_CONSTRAINT,
     }
 
     def __init__(
@@ -295,6 +303,7 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
         linesearch: bool = True,
         random_state=None,
         algorithm: str = "auto",
+        verbose: int = 0,
     ):
         self.n_components = n_components
         self.eps = eps
@@ -309,11 +318,13 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
         self.linesearch = linesearch
         self.random_state = random_state
         self.algorithm = algorithm
+        self.verbose = verbose
 
     def fit(self, views, y=None):
         """Fit on a list of views (or of N x N kernels with kernel="precomputed")."""
         params = self._validate_params()
-        out = ktcca_path(views, [self.n_components], **_path_params(params))[0]
+        with fit_progress(params["verbose"], "KTCCA"):
+            out = ktcca_path(views, [self.n_components], **_path_params(params))[0]
         return self._set_fitted(out)
 
     def fit_path(self, views, ranks, *, warm_start: bool = False) -> list:
@@ -327,7 +338,10 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
 
         params = self._validate_params()
         ranks, _ = check_ranks(ranks, params["init"], warm_start)
-        outs = ktcca_path(views, ranks, warm_start=warm_start, **_path_params(params))
+        with fit_progress(params["verbose"], "KTCCA"):
+            outs = ktcca_path(
+                views, ranks, warm_start=warm_start, **_path_params(params)
+            )
         return [
             clone(self).set_params(n_components=r)._set_fitted(o)
             for r, o in zip(ranks, outs, strict=True)

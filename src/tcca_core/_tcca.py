@@ -23,6 +23,7 @@ from ._convergence import swamped_message, warn_unconverged
 from ._engine import MomentEngine, fit_ranks
 from ._linalg import LinearProjectionMixin, column_mean, covariance, inv_sqrt_psd
 from ._multiview import HighOrderCorrelationMixin
+from ._progress import fit_progress
 from ._tensors import WhitenedView
 from ._validation import (
     Interval,
@@ -36,7 +37,14 @@ from ._validation import (
     validate_params,
 )
 
-__all__ = ["TCCA", "tcca", "tcca_path", "max_cp_rank", "SOLVER_CONSTRAINTS"]
+__all__ = [
+    "SOLVER_CONSTRAINTS",
+    "TCCA",
+    "VERBOSE_CONSTRAINT",
+    "max_cp_rank",
+    "tcca",
+    "tcca_path",
+]
 
 ALGORITHMS = ("auto", "dense", "implicit", "tensorly")
 
@@ -77,6 +85,9 @@ SOLVER_CONSTRAINTS: dict = {
     "random_state": ["random_state"],
     "algorithm": [Options(*ALGORITHMS)],
 }
+
+#: ``verbose``, an estimator's own (the path functions have no such parameter)
+VERBOSE_CONSTRAINT: list = [Interval("integer", 0, None), "boolean"]
 
 
 def check_ranks(ranks, init, warm_start: bool) -> tuple[list[int], bool]:
@@ -267,6 +278,12 @@ class TCCA(
         and the tensor become second and m-th raw moments, and the tensor then also
         carries every pairwise covariance (weighted by the means), not only the m-th
         order cumulant. See REPRODUCTION.md for why this matters on SecStr.
+    verbose : int, default=0
+        0 says nothing. 1 shows a progress bar over the ranks of the fit (one
+        for ``fit``, the grid for ``fit_path``) on stderr, saying the rank, the
+        starts raced, the sweep and the error as ALS runs (one line per rank
+        where stderr is not a terminal); 2 and more write lines: per rank, per
+        start and every 100 sweeps. No result depends on it.
 
     Attributes
     ----------
@@ -325,6 +342,7 @@ class TCCA(
     _parameter_constraints: ClassVar[dict] = {
         **SOLVER_CONSTRAINTS,
         "center": ["boolean"],
+        "verbose": VERBOSE_CONSTRAINT,
     }
 
     def __init__(
@@ -340,6 +358,7 @@ class TCCA(
         random_state=None,
         algorithm: str = "auto",
         center: bool = True,
+        verbose: int = 0,
     ):
         self.n_components = n_components
         self.eps = eps
@@ -351,16 +370,24 @@ class TCCA(
         self.random_state = random_state
         self.algorithm = algorithm
         self.center = center
+        self.verbose = verbose
 
     def fit(self, views, y=None):
         """Fit on a list of views, each (n_samples, d_p), dense or scipy.sparse."""
-        out = tcca(views, self.n_components, **self._path_params())
+        with fit_progress(self._verbose(), "TCCA"):
+            out = tcca(views, self.n_components, **self._path_params())
         return self._set_fitted(out)
+
+    def _verbose(self) -> int:
+        return validate_params(
+            {"verbose": self.verbose}, {"verbose": VERBOSE_CONSTRAINT}
+        )["verbose"]
 
     def _path_params(self) -> dict:
         """Return this estimator's parameters as :func:`tcca_path` takes them."""
         params = self.get_params(deep=False)
         del params["n_components"]
+        params.pop("verbose", None)  # the estimator's own, not the solver's
         return params
 
     def transform(self, views, per_view: bool = False):
@@ -405,7 +432,8 @@ class TCCA(
         params = self.get_params(deep=False)
         # as a list: tcca_path would use up a generator before the zip below
         ranks, _ = check_ranks(ranks, self.init, warm_start)
-        outs = tcca_path(views, ranks, warm_start=warm_start, **self._path_params())
+        with fit_progress(self._verbose(), "TCCA"):
+            outs = tcca_path(views, ranks, warm_start=warm_start, **self._path_params())
         fitted = []
         for r, o in zip(ranks, outs, strict=True):
             est = clone(self).set_params(**{**params, "n_components": r})
