@@ -87,7 +87,7 @@ SOLVER_CONSTRAINTS: dict = {
 }
 
 #: ``verbose``, an estimator's own (the path functions have no such parameter)
-VERBOSE_CONSTRAINT: list = [Interval("integer", 0, None), "boolean"]
+VERBOSE_CONSTRAINT: list = [Interval("integer", 0, None), Options(False, True)]
 
 
 def check_ranks(ranks, init, warm_start: bool) -> tuple[list[int], bool]:
