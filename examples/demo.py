@@ -2,7 +2,7 @@
 TCCA and KTCCA recover a signal shared by three views
 =====================================================
 
-A demo on synthetic data. Run: ``python examples/demo.py`` (about 10 seconds).
+A demo on synthetic data. Run: ``python examples/demo.py`` (about 7 s of CPU).
 
 How to read the numbers it prints:
 
