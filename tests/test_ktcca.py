@@ -305,3 +305,15 @@ def test_gamma_scale_is_sklearn_scale(rng):
     a = KTCCA(2, **kw).fit(views)
     b = KTCCA(2, **kw).fit([100.0 * V for V in views])
     assert_allclose(a.correlations_, b.correlations_, rtol=1e-6)
+
+
+@pytest.mark.parametrize("kernel", ["l2", "chi2"])
+def test_the_papers_kernels_never_look_diagonal(rng, kernel):
+    """exp(-d / max d) >= exp(-1) between any two samples: every sample has at
+    least (N - 1) / e samples' worth of neighbours, far above the warning's 1, so
+    the spike warning cannot fire on the pipeline's kernels (whatever the scale)."""
+    from tcca_core._spikes import NEIGHBOURS, kernel_neighbours
+
+    X = 1e3 * np.abs(rng.standard_cauchy((60, 5)))  # heavy-tailed, large scale
+    K = ViewKernel(kernel).fit(X)
+    assert kernel_neighbours(K) >= (60 - 1) / np.e > NEIGHBOURS
