@@ -94,7 +94,16 @@ sphinx_gallery_conf = {
 }
 
 html_theme = "alabaster"
-html_theme_options = {"description": "Tensor CCA and kernel tensor CCA"}
+# alabaster's 940 px page cut the two install-and-run commands (sideways scrolling)
+# and squeezed the wide tables: a wider page, no cap on the body, and wrapping shell
+# commands (_static/wide.css; tests/test_docs_layout.py checks the settings)
+html_theme_options = {
+    "description": "Tensor CCA and kernel tensor CCA",
+    "page_width": "min(1320px, 96vw)",
+    "body_max_width": "none",
+}
+html_static_path = ["_static"]
+html_css_files = ["wide.css"]
 html_sidebars = {
     "**": ["about.html", "navigation.html", "relations.html", "searchbox.html"]
 }

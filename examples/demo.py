@@ -2,7 +2,7 @@
 TCCA and KTCCA recover a signal shared by three views
 =====================================================
 
-A demo on synthetic data. Run: ``python examples/demo.py`` (about 10 seconds).
+A demo on synthetic data. Run: ``python examples/demo.py`` (about 7 s of CPU).
 
 How to read the numbers it prints:
 
@@ -26,6 +26,10 @@ How to read the numbers it prints:
   extreme training samples (a small ``eps`` with a flexible kernel).
 - The angle is the largest principal angle between a view's r variates and the
   planted signal (0 degrees: the signal's span is recovered exactly).
+
+The figure plots each planted signal against the TCCA variate of the first view
+that matches it best (in the documentation's gallery; run as a script, the
+figure is made but not shown).
 """
 
 import time
@@ -39,6 +43,24 @@ from tcca_core import KTCCA, TCCA
 def skewness(s: np.ndarray) -> float:
     s = s - s.mean()
     return float(np.mean(s**3) / np.mean(s**2) ** 1.5)
+
+
+def plot_recovery(S: np.ndarray, Z: np.ndarray):
+    """Scatter each planted signal against the variate most correlated with it."""
+    import matplotlib.pyplot as plt
+
+    r = S.shape[1]
+    C = np.corrcoef(S.T, Z.T)[:r, r:]
+    fig, axes = plt.subplots(1, r, figsize=(3 * r, 3), layout="constrained")
+    for k, ax in enumerate(np.atleast_1d(axes)):
+        j = int(np.argmax(np.abs(C[k])))
+        z = Z[:, j] * np.sign(C[k, j])
+        ax.scatter(S[:, k], z, s=3, alpha=0.3)
+        ax.set_xlabel(f"planted signal {k + 1}")
+        ax.set_ylabel(f"TCCA variate {j + 1}, view 1")
+        ax.set_title(f"correlation {abs(C[k, j]):.2f}", fontsize=10)
+    fig.suptitle("TCCA recovers the signal shared by the three views")
+    return fig
 
 
 def main() -> None:
@@ -70,6 +92,7 @@ def main() -> None:
             f"correlations {np.round(est.correlations_, 3)}, "
             f"worst angle to the planted signal {angle:.1f} deg"
         )
+    plot_recovery(S, est.transform(views, per_view=True)[0])
     train, test = slice(0, 2000), slice(2000, N)
     held = TCCA(r, random_state=0).fit([V[train] for V in views])
     print(

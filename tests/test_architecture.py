@@ -31,7 +31,7 @@ FACTS = {"registry", "paper", "_io"}  # standard library only
 ANYWHERE = {"_lazy"}
 CORE = {
     "_validation", "solver", "_tcca", "_ktcca", "kernels", "learners", "baselines",
-    "_multiview",
+    "_multiview", "_progress", "_spikes",
 }  # fmt: skip
 SKLEARN = {"compose", "model_selection"}  # scikit-learn tools on lists of views
 #: component -> the components it may import (besides itself)
@@ -64,7 +64,7 @@ ALLOWED = {
 #: A name is one module (a package: its ``__init__``); ``name.*`` also covers the
 #: modules under it.
 CORE_LAYERS = [
-    {"_validation"},
+    {"_validation", "_progress"},  # input checks; a fit's progress reporter
     {"solver.params", "solver.linalg"},  # the solver's facts; linear algebra
     {"solver.sparse"},  # sparse raw moments, CSR kernels
     {"solver.views"},  # the whitened views every engine reads
@@ -75,7 +75,7 @@ CORE_LAYERS = [
     {"solver.dask_chunks"},
     {"solver.dask"},
     {"solver.path", "solver"},  # the rank path of TCCA, KTCCA and Dask
-    {"kernels", "_multiview"},
+    {"kernels", "_multiview", "_spikes"},
     {"_tcca", "_ktcca", "baselines.*", "learners"},
 ]
 

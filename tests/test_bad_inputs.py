@@ -405,9 +405,18 @@ def test_fit_path_ranks(cls):
 @pytest.mark.parametrize(
     ("kernel_params", "message"),
     [
-        ([{}, {"gamma": -1.0}], r"^view 1: gamma must be None or a finite number > 0"),
-        ([{}, {"gamma": np.nan}], r"^view 1: gamma must be None or a finite number"),
-        ([{}, {"gamma": "a"}], r"^view 1: gamma must be None or a finite number"),
+        (
+            [{}, {"gamma": -1.0}],
+            r"^view 1: gamma must be None, 'scale' or a finite number > 0",
+        ),
+        (
+            [{}, {"gamma": np.nan}],
+            r"^view 1: gamma must be None, 'scale' or a finite number",
+        ),
+        (
+            [{}, {"gamma": "a"}],
+            r"^view 1: gamma must be None, 'scale' or a finite number",
+        ),
         ([{}, {"sigma": 1.0}], r"^kernel_params of view 1 has unknown key\(s\)"),
         ([{}, 0.5], r"^kernel_params of view 1 must be a dict"),
     ],

@@ -9,6 +9,8 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import logging
+import re
 import stat
 import zipfile
 
@@ -127,6 +129,16 @@ def test_download_shows_a_progress_bar_on_a_terminal(server, tmp_path):
     log = io.StringIO()  # not a terminal: no bar
     download(server.url + "/big.bin", tmp_path / "again.bin", progress=log)
     assert log.getvalue() == ""
+
+
+def test_a_download_logs_its_bytes_and_speed(server, tmp_path, caplog):
+    """Where no bar is drawn (a job's log), a record says how much came how fast."""
+    server.files["/big.bin"] = b"x" * (3 << 20)
+    with caplog.at_level(logging.INFO, logger="tcca_core.datasets._download"):
+        download(server.url + "/big.bin", tmp_path / "big.bin")
+    done = [r.getMessage() for r in caplog.records if "MiB/s" in r.getMessage()]
+    assert len(done) == 1
+    assert re.fullmatch(r"big\.bin: 3\.0 MiB in \d+\.\d s \(\d+\.\d\d MiB/s\)", done[0])
 
 
 def test_interrupted_download_leaves_no_final_file_then_resumes(server, tmp_path):

@@ -124,8 +124,9 @@ def test_every_panel_shows_all_of_its_data_in_two_rows():
     for fig in figures:
         assert len(_panels(fig)) in (5, 10)
         _assert_data_inside(fig)
-        for ax in _panels(fig):  # the largest r of the table on every panel
-            assert ax.get_xlim()[1] >= 100
+        for ax in _panels(fig):  # each panel ends at its own largest r, not 100
+            top = max(max(line.get_xdata(), default=0) for line in ax.get_lines())
+            assert top in {20, 40, 60, 80, 100} and top < ax.get_xlim()[1] < 1.1 * top
 
 
 def _texts(fig) -> str:
@@ -240,3 +241,88 @@ def test_the_quick_run_uses_its_own_r_grid_everywhere():
     }
     assert ("mfeat", "kernel2000_6") in grids
     assert {k: g for k, g in grids.items() if g != quick["r_grid"]} == {}
+
+
+def test_bands_and_the_papers_bars_stay_within_0_and_100():
+    """Mean +- std over two splits near 100 % (or 0 %) would reach past it."""
+    from matplotlib.figure import Figure
+
+    rows = []
+    for split, acc in enumerate((0.999, 0.80)):  # mean 89.95, std 14.1
+        for r in (5, 10, 20):
+            rows.append(_row("a", "tcca", split, r, acc))
+            rows.append(_row("a", "cca_bst", split, r, 0.001 + 0.15 * split))
+    curves = reporting.accuracy_curves(pd.DataFrame(rows))
+    fig = reporting.plot_accuracy(curves, [{"setting": "a", "label": "a"}], [])
+    (ax,) = _panels(fig)
+    bands = [c for c in ax.collections if c.get_paths() and c.get_alpha() == 0.12]
+    assert len(bands) == 2
+    for band in bands:
+        ys = np.concatenate([p.vertices[:, 1] for p in band.get_paths()])
+        assert ys.min() >= 0.0 and ys.max() <= 100.0
+    assert (curves["mean"] + curves["std"]).max() > 100  # the clip did something
+    assert (curves["mean"] - curves["std"]).min() < 0
+    # the paper's mean +- 2 std, as drawn beside the curves
+    from tcca_core.reporting.figures import _draw_paper
+
+    ax = Figure().subplots()
+    _draw_paper(
+        ax,
+        {"tcca": (97.0, 3.0), "cca_bst": (2.0, 1.5)},
+        {"tcca": 0, "cca_bst": 1},
+        30.0,
+        1.0,
+    )
+    for container in ax.containers:
+        _, _, (bars,) = container.lines
+        ys = np.concatenate([s[:, 1] for s in bars.get_segments()])
+        assert ys.min() >= 0.0 and ys.max() <= 100.0
+
+
+def _legend_share(fig) -> tuple[float, float]:
+    """The legend's share of the figure's area, and its width over the figure's."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig).draw()
+    box = fig.legends[0].get_window_extent(fig.canvas.get_renderer())
+    area = fig.bbox.width * fig.bbox.height
+    return box.width * box.height / area, box.width / fig.bbox.width
+
+
+def test_a_one_panel_legend_is_compact():
+    """Ads: one panel, nine methods and two marks; two legend columns took a third
+    of the figure. The legend takes as many columns as fit the figure's width."""
+    methods = ("bsf", "cat", "cca_bst", "cca_avg", "cca_ls", "dse", "ssmvd", "tcca",
+               "tcca_nc")  # fmt: skip
+    runs = _runs({"l100": [5, 10, 20, 40]}, methods)
+    cols = [{"setting": "l100", "label": "#labeled = 100", "paper": "100"}]
+    fig = reporting.plot_accuracy(reporting.accuracy_curves(runs), cols, [],
+                                  title="Ads", paper="ads")  # fmt: skip
+    share, width = _legend_share(fig)
+    assert share < 0.25 and width <= 1.0
+    legend = fig.legends[0]
+    texts = legend.get_texts()
+    assert len(texts) == len(methods) + 2
+    renderer = fig.canvas.get_renderer()
+    rows = {round(t.get_window_extent(renderer).y0) for t in texts}
+    assert len(rows) <= 3  # at least four columns at this width
+
+
+def test_a_panel_of_a_shorter_grid_ends_at_its_own_r():
+    """mfeat kernels: N = 500 runs to r = 300, N = 2,000 to 100; the N = 2,000
+    panels end at 100 (not two-thirds empty), and panels of one grid share x."""
+    grids = {f"n500_{k}": [5, 100, 300] for k in (4, 6)}
+    grids |= {f"n2000_{k}": [5, 50, 100] for k in (4, 6)}
+    runs = _runs(grids)
+    cols = [{"setting": s, "label": s} for s in grids]
+    for fig in (
+        reporting.plot_accuracy(reporting.accuracy_curves(runs), cols, []),
+        reporting.plot_cost(reporting.cost_by_r(runs), cols, []),
+    ):
+        _assert_data_inside(fig)
+        for ax in _panels(fig):
+            if ax.get_title():  # the memory rows share their time panel's x
+                top = 300 if ax.get_title().startswith("n500") else 100
+                assert top < ax.get_xlim()[1] <= 1.05 * top, ax.get_title()
+        rights = {round(ax.get_xlim()[1], 6) for ax in _panels(fig)}
+        assert rights == {309.0, 103.0}

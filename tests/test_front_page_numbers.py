@@ -103,3 +103,102 @@ def test_the_glance_table_says_what_its_columns_say(page):
         if PM.search(other_paper):
             want = format_pm(recs[best]["paper_mean"], recs[best]["paper_std"])
             assert other_paper == want, label
+
+
+# ------------------------------------------- "does it reproduce?" and "how fast?"
+README = REPO / "README.md"
+BENCHMARKS = REPO / "BENCHMARKS.md"
+ENGINES = REPO / "docs" / "guide" / "engines.md"
+SIDE_BY_SIDE = "## Engines side by side"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_the_readme_says_how_much_reproduces_as_summary_json_does():
+    from tcca_core.reproduction.summary import TABLE_ORDER, outside_paper
+
+    cells = [
+        (table, rec)
+        for table in TABLE_ORDER
+        for rec in SUMMARY["tables"].get(table, {}).get("accuracy", {}).get("val", [])
+        if outside_paper(rec) is not None
+    ]
+    within = [rec for _, rec in cells if not outside_paper(rec)]
+    tcca = [rec for _, rec in cells if rec["method"] == "tcca"]
+    tcca_within = [rec for rec in tcca if not outside_paper(rec)]
+    assert {table for table, _ in cells} == {"secstr", "ads"}
+    expected = (
+        f"**Does it reproduce?** Partly: of the paper's {len(cells)} accuracy cells "
+        "on the data sets that run here (SecStr and Ads), "
+        f"{len(within)} lie within the paper's mean ± 2 std, TCCA's own in "
+        f"{len(tcca_within)} of {len(tcca)}"
+    )
+    assert expected in _one_line(README.read_text(encoding="utf-8"))
+
+
+def _side_by_side() -> tuple[str, list[dict[str, str]]]:
+    """BENCHMARKS.md's idle side-by-side section and its table, as header -> cell."""
+    text = BENCHMARKS.read_text(encoding="utf-8")
+    start = text.index(SIDE_BY_SIDE)
+    section = text[start : text.index("\n## ", start + 1)]
+    lines = [ln for ln in section.splitlines() if ln.startswith("| case (r = 50)")]
+    assert len(lines) == 1, "the side-by-side table moved"
+    at = section.splitlines().index(lines[0])
+    rows = []
+    header = [c.strip() for c in lines[0].strip().strip("|").split("|")]
+    for ln in section.splitlines()[at + 2 :]:
+        if not ln.startswith("|"):
+            break
+        cells = [c.strip() for c in ln.strip().strip("|").split("|")]
+        rows.append(dict(zip(header, cells, strict=True)))
+    return section, rows
+
+
+def _seconds(cell: str) -> str:
+    """``"8.92 s (dense)"`` -> ``"8.92"``."""
+    m = re.match(r"(\d+(?:\.\d+)?) s\b", cell)
+    assert m, cell
+    return m.group(1)
+
+
+def test_the_readme_says_how_fast_as_benchmarks_md_does():
+    section, rows = _side_by_side()
+    assert "AMD EPYC" in section and "2 vCPUs" in section and "idle" in section
+    assert "one BLAS thread" in section
+    tcca = [r for r in rows if not r["case (r = 50)"].startswith("KTCCA")]
+    (ktcca,) = [r for r in rows if r["case (r = 50)"].startswith("KTCCA, N = 500")]
+
+    def span(values):
+        values = sorted(values, key=float)
+        return f"{values[0]}-{values[-1]}"
+
+    ours = span([_seconds(r["ours, defaults (engine)"]) for r in tcca])
+    route = span([r["x route"] for r in tcca])
+    zoo = span([r["x cca-zoo"] for r in tcca])
+    expected = (
+        f"**How fast?** TCCA at r = 50 on the paper's shapes fits in {ours} s, "
+        f"{route}x faster than the paper's route (dense tensor + tensorly) and "
+        f"{zoo}x faster than cca-zoo 4.0.1; KTCCA at N = 500 in "
+        f"{_seconds(ktcca['ours, defaults (engine)'])} s, {ktcca['x route']}x and "
+        f"{ktcca['x cca-zoo']}x (one BLAS thread, an idle 2-core AMD EPYC"
+    )
+    assert expected in _one_line(README.read_text(encoding="utf-8"))
+
+
+def test_every_speed_figure_of_the_engines_guide_is_the_side_by_side_tables():
+    """One source for the docs' speed figures: each "N s" and "Nx" of the engines
+    guide's Speed section is a cell of BENCHMARKS.md's idle side-by-side table."""
+    _, rows = _side_by_side()
+    cells = set()
+    for row in rows:
+        for value in row.values():
+            cells.update(re.findall(r"\d+(?:\.\d+)?", value))
+    text = ENGINES.read_text(encoding="utf-8")
+    speed = text[text.index("## Speed") :]
+    speed = speed[: speed.find("\n## ", 1)] if "\n## " in speed[1:] else speed
+    quoted = re.findall(r"(\d+(?:\.\d+)?) s\b", speed)
+    quoted += re.findall(r"(\d+(?:\.\d+)?)x\b", speed)
+    assert len(quoted) >= 12, "the engines guide quotes no speed figures any more"
+    assert [q for q in quoted if q not in cells] == []

@@ -199,3 +199,34 @@ def test_files_are_deterministic_and_input_checked(drawn, tmp_path):
     fig = glance.plot_at_a_glance(summary, EQUAL, [tmp_path / "x.png"])
     assert [t.get_text() for t in fig.axes[0].texts] == [glance.NO_CELLS]
     assert (tmp_path / "x.png").is_file()
+
+
+def test_intervals_and_bands_stay_within_0_and_100():
+    """Two splits: t(0.975, 1) = 12.7 standard errors run far past 100 %; the
+    drawn interval, the paper's band and the axis stop at the possible range."""
+    recs = [
+        _rec("A", "tcca", 97.0, 4.0, 2, (98.5, 1.5)),  # t interval 97 +- 35.9
+        _rec("A", "cca_bst", 3.0, 4.0, 2, (2.0, 1.5)),  # and below 0
+    ]
+    summary = {
+        "tables": {
+            "secstr": {
+                "title": "Accuracy (%) at the best dimension, SecStr, x",
+                "paper_table": "secstr",
+                "columns": [{"label": "A", "setting": "a"}],
+                "accuracy": {"val": recs},
+            }
+        }
+    }
+    assert glance.t_interval(97.0, 4.0, 2)[1] > 130  # the statistic itself
+    fig = glance.plot_at_a_glance(summary, None, [])
+    (ax,) = [a for a in fig.axes if a.get_visible()]
+    marks = _marks(ax, glance.PROTOCOL_LABEL)
+    assert {m[0] for m in marks} == {"TCCA", "CCA (BST)"}
+    for _, x, lo, hi in marks:
+        assert 0.0 <= lo <= x <= hi <= 100.0
+    (bars,) = [c for c in ax.containers if c.get_label() == glance.PAPER_BAND_LABEL]
+    for bar in bars:
+        assert 0.0 <= bar.get_x() and bar.get_x() + bar.get_width() <= 100.0
+    left, right = ax.get_xlim()
+    assert -1.0 <= left < 0.0 and 100.0 < right <= 101.0

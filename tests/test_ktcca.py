@@ -212,3 +212,108 @@ def test_centered_cross_kernels_serve_every_rank_and_eps(rng):
         assert np.array_equal(est._project(centered), est.transform(new))
         parts = est._project(centered, per_view=True)
         assert np.array_equal(np.hstack(parts), est.transform(new))
+
+
+# ------------------------------------------------- spike components, kernel width
+def _digit_views(scale: bool):
+    """scikit-learn's digits, 300 samples cut into three views of pixels (0-16)."""
+    from sklearn.datasets import load_digits
+    from sklearn.preprocessing import StandardScaler
+
+    X = load_digits().data[:300]
+    if scale:
+        X = StandardScaler().fit_transform(X)
+    return [X[:, :21], X[:, 21:42], X[:, 42:]]
+
+
+def test_one_sample_limit_is_a_spikes_correlation():
+    from tcca_core._multiview import high_order_correlations
+    from tcca_core._spikes import one_sample_limit
+
+    for N, m in [(7, 3), (30, 3), (12, 4), (9, 2)]:
+        e = np.zeros((N, 1))
+        e[3] = 5.0
+        assert_allclose(high_order_correlations([e] * m)[0], one_sample_limit(N, m))
+
+
+def test_kernel_neighbours_counts_similar_samples():
+    from tcca_core._spikes import kernel_neighbours
+
+    N = 2500  # more than one row block
+    assert_allclose(kernel_neighbours(3.0 * np.eye(N)), 0.0, atol=1e-12)
+    assert_allclose(kernel_neighbours(np.full((N, N), 2.0)), N - 1)
+    K = np.diag(np.arange(1.0, 5.0))
+    K[0, 1] = K[1, 0] = -0.5 * np.sqrt(2.0)  # |normalized| 0.5 between 0 and 1
+    assert_allclose(kernel_neighbours(K), 0.25)  # median of 0.5, 0.5, 0, 0
+
+
+def test_narrow_kernel_on_unscaled_data_warns():
+    """Raw pixels with the RBF default gamma: every component is a one-sample spike."""
+    views = _digit_views(scale=False)
+    with pytest.warns(UserWarning, match="spikes on single training samples") as rec:
+        est = KTCCA(10, kernel="rbf", random_state=0).fit(views)
+    message = str(rec[0].message)
+    assert "kernel='rbf', gamma=None" in message
+    assert "StandardScaler" in message and "'gamma': 'scale'" in message
+    # the symptom the message names is there: the training score at the limit
+    limit = (300 - 2) / np.sqrt(299)
+    assert est.score(views) > 0.999 * limit
+    # fit_path warns once per rank it returns
+    with pytest.warns(UserWarning, match="spikes") as rec:
+        KTCCA(kernel="rbf", random_state=0).fit_path(views, [2, 3])
+    assert sum("spikes" in str(w.message) for w in rec) == 2
+
+
+@pytest.mark.parametrize(
+    ("scale", "kw"),
+    [
+        (True, {"kernel": "rbf"}),
+        (False, {"kernel": "l2"}),
+        (False, {"kernel": "rbf", "kernel_params": {"gamma": "scale"}}),
+    ],
+    ids=["scaled-rbf", "raw-l2", "raw-rbf-gamma-scale"],
+)
+def test_fitting_kernels_do_not_warn(scale, kw):
+    import warnings
+
+    views = _digit_views(scale)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = KTCCA(10, random_state=0, **kw).fit(views)
+    assert est.score(views) < (300 - 2) / np.sqrt(299)
+
+
+def test_gamma_scale_is_sklearn_scale(rng):
+    """gamma="scale" is 1 / (n_features * X.var()), fitted on the training samples."""
+    import scipy.sparse as sp
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    X, Y = 7.0 * rng.standard_normal((20, 4)), rng.standard_normal((5, 4))
+    vk = ViewKernel("rbf", gamma="scale")
+    K = vk.fit(X)
+    gamma = 1.0 / (4 * X.var())
+    assert_allclose(vk.gamma_, gamma)
+    assert_allclose(K, rbf_kernel(X, gamma=gamma))
+    assert_allclose(vk.cross(Y), rbf_kernel(Y, X, gamma=gamma))
+    sparse = ViewKernel("rbf", gamma="scale")
+    sparse.fit(sp.csr_matrix(X))
+    assert_allclose(sparse.gamma_, gamma)
+    assert ViewKernel("rbf", gamma="scale").fit(np.ones((3, 2))).shape == (3, 3)
+    # the kernel, hence the fit, does not depend on the features' scale
+    views = _views(rng, (3, 4, 5), 40)
+    kw = dict(kernel="rbf", kernel_params={"gamma": "scale"}, random_state=0)
+    a = KTCCA(2, **kw).fit(views)
+    b = KTCCA(2, **kw).fit([100.0 * V for V in views])
+    assert_allclose(a.correlations_, b.correlations_, rtol=1e-6)
+
+
+@pytest.mark.parametrize("kernel", ["l2", "chi2"])
+def test_the_papers_kernels_never_look_diagonal(rng, kernel):
+    """exp(-d / max d) >= exp(-1) between any two samples: every sample has at
+    least (N - 1) / e samples' worth of neighbours, far above the warning's 1, so
+    the spike warning cannot fire on the pipeline's kernels (whatever the scale)."""
+    from tcca_core._spikes import NEIGHBOURS, kernel_neighbours
+
+    X = 1e3 * np.abs(rng.standard_cauchy((60, 5)))  # heavy-tailed, large scale
+    K = ViewKernel(kernel).fit(X)
+    assert kernel_neighbours(K) >= (60 - 1) / np.e > NEIGHBOURS

@@ -30,16 +30,26 @@ def _norm(requirement: str) -> tuple[str, str]:
     return name, m.group(2).replace(" ", "")
 
 
-def test_environment_yml_matches_pyproject():
+def test_environment_yml_is_the_lock_and_pyproject():
+    """environment.yml pins what the lock pins (the package's dependencies, its
+    test, pipeline and docs extras) at the lock's versions and Python at the
+    published one."""
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     conda = [d for d in env["dependencies"] if isinstance(d, str)]
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
     project = PYPROJECT["project"]
-    expected = dict(_norm(r) for r in project["dependencies"])
+    pins = _lock_pins()
+    expected = {}
     for extra in ENV_EXTRAS:
         expected.update(_norm(r) for r in project["optional-dependencies"][extra])
+    expected.update(_norm(r) for r in project["dependencies"])
+    for name in expected:
+        if name in pins:
+            expected[name] = "==" + pins[name]
+    assert {k for k, v in expected.items() if not v.startswith("==")} == set()
     got = dict(_norm(d) for d in conda)
-    assert got.pop("python") == project["requires-python"]
+    summary = json.loads((ROOT / "results" / "summary.json").read_text())
+    assert got.pop("python") == "=" + summary["provenance"]["machine"]["python"]
     assert got.pop("pip") == ""
     missing = {k: v for k, v in expected.items() if got.get(k) != v}
     extra = {k: v for k, v in got.items() if k not in expected}
@@ -187,13 +197,25 @@ LOCK = ROOT / "requirements" / "lock.txt"
 
 
 def _lock_pins() -> dict[str, str]:
-    """{PEP 503 name: version} of requirements/lock.txt; every pin has its hashes."""
+    """{PEP 503 name: version} of requirements/lock.txt for the published Python
+    (a pin with an environment marker counts where the marker holds there); every
+    pin has its hashes."""
+    from packaging.markers import Marker
+
+    python = json.loads((ROOT / "results" / "summary.json").read_text())["provenance"][
+        "machine"
+    ]["python"]
+    env = {"python_full_version": python, "python_version": python.rsplit(".", 1)[0]}
     pins = {}
     text = LOCK.read_text()
     for block in re.split(r"\n(?=[A-Za-z0-9])", text.split("\n", 2)[2]):
-        m = re.match(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)", block)
+        m = re.match(
+            r"([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)\s*(?:;([^\\\n]*))?", block
+        )
         assert m, block[:200]
         assert "--hash=sha256:" in block, f"{m.group(1)} has no hash"
+        if m.group(3) and not Marker(m.group(3).strip()).evaluate(env):
+            continue
         pins[_norm(m.group(1))[0]] = m.group(2)
     return pins
 
@@ -296,3 +318,26 @@ def test_summary_provenance_records_the_lock_digest(tmp_path):
     # this checkout's
     digest = hashlib.sha256(LOCK.read_bytes()).hexdigest()
     assert provenance({}, repo=ROOT / "workflow")["lock_sha256"] == digest
+
+
+def test_the_wheel_says_who_what_where_and_has_the_data_command():
+    """Authors (as CITATION.cff), classifiers, the paper's URL and the console
+    script ``tcca-datasets``, which is the data command's own entry point."""
+    import importlib
+
+    project = PYPROJECT["project"]
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert [a["name"] for a in project["authors"]] == [
+        a["name"] for a in cff["authors"]
+    ]
+    assert "Programming Language :: Python :: 3.11" in project["classifiers"]
+    assert "Typing :: Typed" in project["classifiers"]  # py.typed ships
+    # PEP 639: the license is the SPDX expression, never also a classifier
+    assert not [c for c in project["classifiers"] if c.startswith("License ::")]
+    doi = cff["preferred-citation"]["doi"]
+    assert project["urls"]["Paper"] == f"https://doi.org/{doi}"
+    module, _, attr = project["scripts"]["tcca-datasets"].partition(":")
+    main = getattr(importlib.import_module(module), attr)
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0

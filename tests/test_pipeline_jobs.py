@@ -97,6 +97,30 @@ def test_a_fit_job_is_the_protocol_on_each_split(where):
     )
 
 
+def test_a_fit_job_shows_a_long_fits_progress_on_the_terminal(where, monkeypatch):
+    """The job's log takes over sys.stderr; the solver's progress goes to the
+    process's own stderr (the terminal of a local run), for fits running longer
+    than LONG_FIT_S (0 here: every fit)."""
+    import io
+    import sys
+
+    tmp, data = where
+    terminal = io.StringIO()
+    monkeypatch.setattr(sys, "__stderr__", terminal)
+    monkeypatch.setattr(fit_jobs, "LONG_FIT_S", 0.0)
+    fit_jobs.run_fit_job(
+        fit_cfg("tcca", {"eps": [1.0]}, split="1"),
+        tmp / "splits.json",
+        tmp / "fits" / "progress.csv",
+        **data,
+    )
+    lines = terminal.getvalue().splitlines()
+    assert lines and all(
+        x.startswith("nuswide/linear2 tcca split 1 TCCA: rank") for x in lines
+    )
+    assert any("rank 4 (2/2) done" in x for x in lines)
+
+
 def test_table_from_runs_keyed_by_setting_and_method(where):
     """The table job reads the runs and the fit jobs' benchmarks by (setting,
     method), whatever the files are called."""

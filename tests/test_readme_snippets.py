@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -74,3 +75,39 @@ def test_the_readme_pipeline_snippet_runs_verbatim(snippet):
     ]
     assert pipe.named_steps["tcca"].max_iter == 20  # the short TCCA was used
     assert pipe.score(X, y) > 0.6  # well above chance (0.5): the steps fit together
+
+
+def test_the_readme_pipeline_snippet_at_the_defaults_warns_nothing(snippet):
+    """The snippet verbatim, the README's TCCA at its defaults, on ordinary data
+    (scikit-learn's digits cut into three views of pixels): no warning at all."""
+    from sklearn.datasets import load_digits
+
+    from tcca_core import TCCA
+
+    X, y = load_digits(return_X_y=True)
+    views = [X[:, :21], X[:, 21:42], X[:, 42:]]
+    namespace = {"np": np, "TCCA": TCCA, "views": views, "y": y}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        exec(compile(snippet, str(README), "exec"), namespace)
+    assert namespace["pipe"].named_steps["tcca"].max_iter == 500  # the default
+
+
+def test_readme_command_2_is_what_ci_runs_for_the_default_suite():
+    """README's second command installs the extras CI installs for the suite (dask
+    included, so that no test module is skipped for lack of an extra) and runs
+    CI's test command; the getting-started page gives the same command."""
+    ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
+    text = README.read_text(encoding="utf-8")
+    m = re.search(
+        r'pip install -e "\.\[([\w,]+)\]" && (python -m pytest -n auto)\n', text
+    )
+    assert m, "README.md has no install-and-test command"
+    extras, command = set(m.group(1).split(",")), m.group(2)
+    installs = re.findall(r'pip install --quiet -e "\.\[([\w,]+)\]"', ci)
+    assert set(installs[0].split(",")) == extras  # the first install: the suite's
+    assert {"test", "pipeline", "dask"} <= extras
+    lines = ci.splitlines()
+    assert command in lines and not any(command in ln for ln in lines[:5])
+    guide = README.parent / "docs" / "guide" / "getting-started.md"
+    assert m.group(0).strip() in guide.read_text(encoding="utf-8")

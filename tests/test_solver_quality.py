@@ -414,7 +414,8 @@ def test_tcca_warns_when_als_diverges_and_stays_finite(rng, monkeypatch):
 
     real = als.cp_als
 
-    def cp_als_overflowing(mttkrp, norm_sq, init=None, **kw):
+    def cp_als_overflowing(mttkrp, norm_sq, init=None, *, callback=None, **kw):
+        # the engine's callback (progress, None at verbose=0) gives way to the fault's
         poisoned, callback = _faulty(mttkrp, overflow_after=3)
         with np.errstate(all="ignore"):
             return real(poisoned, norm_sq, init, callback=callback, **kw)

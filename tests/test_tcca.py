@@ -421,3 +421,157 @@ def test_an_eps_that_swamps_the_covariance_is_named(rng, scale, eps):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         TCCA(2, eps=1e-2, random_state=0).fit([X / scale for X in views])
+
+
+# ------------------------------------------------ when running out of sweeps warns
+def _digit_views():
+    from sklearn.datasets import load_digits
+
+    X = load_digits().data
+    return [X[:, :21], X[:, 21:42], X[:, 42:]]
+
+
+def _fall_per_sweep(errors, window=5):
+    """Mean relative decrease of the error per sweep over the last ``window``."""
+    return (errors[-1 - window] - errors[-1]) / window / errors[-1]
+
+
+def test_still_moving_is_the_usual_rule_per_sweep():
+    from tcca_core.solver.convergence import still_moving
+
+    tol, k = 1e-5, np.arange(40)
+    assert not still_moving(0.3 * (1 - 0.5 * tol) ** k, tol)  # creeps below tol
+    assert still_moving(0.3 * (1 - 2 * tol) ** k, tol)
+    assert not still_moving(np.full(40, 0.3), tol)
+    assert not still_moving(0.3 + 1e-9 * k, tol)  # a stall at rounding, not a fall
+    assert still_moving([0.5, 0.4, 0.3], tol)  # too few sweeps to tell
+
+
+@pytest.mark.parametrize(("r", "warns"), [(40, False), (50, False), (45, True)])
+def test_running_out_of_sweeps_warns_only_while_the_error_still_falls(r, warns):
+    """Digits at r = 40-50 use all 500 sweeps: the stopping rule, looking ahead for
+    a swamp, does not stop them. Where the error then creeps by less than tol per
+    sweep (the usual rule's test) nothing warns; where it still falls faster, the
+    warning says by how much, measured on the errors the fit reports."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = TCCA(r, random_state=0).fit(_digit_views())
+    assert est.n_iter_ == est.max_iter and not est.converged_
+    fall = _fall_per_sweep(est.reconstruction_errors_)
+    conv = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert not [w for w in caught if w not in conv]
+    assert (fall >= est.tol) == warns and len(conv) == int(warns)
+    if warns:
+        message = str(conv[0].message)
+        assert f"fell by {5 * fall:.2g} of itself over the last 5 sweeps" in message
+        assert f"({fall / est.tol:.3g} times tol per sweep)" in message
+
+
+# ----------------------------------------------------------------------- verbose
+def _fitted_attributes(est) -> dict:
+    return {
+        k: v for k, v in vars(est).items() if k.endswith("_") and k != "fit_seconds_"
+    }
+
+
+def _assert_equal(x, y, where):
+    """Bit for bit, through lists, tuples and arrays; a ViewKernel by its matrix."""
+    if isinstance(x, list | tuple):
+        assert len(x) == len(y), where
+        for i, (a, b) in enumerate(zip(x, y, strict=True)):
+            _assert_equal(a, b, f"{where}[{i}]")
+    elif isinstance(x, np.ndarray):
+        np.testing.assert_array_equal(x, y, err_msg=where)
+    elif hasattr(x, "X_"):
+        np.testing.assert_array_equal(x.X_, y.X_, err_msg=where)
+    else:
+        assert x == y, where
+
+
+def _assert_same_fit(a, b):
+    fa, fb = _fitted_attributes(a), _fitted_attributes(b)
+    assert fa.keys() == fb.keys()
+    for k in fa:
+        _assert_equal(fa[k], fb[k], k)
+
+
+@pytest.mark.parametrize("verbose", [1, 2, True])
+def test_verbose_changes_no_number(rng, verbose, capsys):
+    from tcca_core import KTCCA
+
+    views = _views(rng, (5, 4, 6), N=150)
+    quiet = TCCA(3, random_state=0).fit(views)
+    loud = TCCA(3, random_state=0, verbose=verbose).fit(views)
+    _assert_same_fit(quiet, loud)
+    for q, v in zip(
+        TCCA(random_state=0).fit_path(views, [1, 3]),
+        TCCA(random_state=0, verbose=verbose).fit_path(views, [1, 3]),
+        strict=True,
+    ):
+        _assert_same_fit(q, v)
+    kq = KTCCA(2, random_state=0).fit([V[:60] for V in views])
+    kv = KTCCA(2, random_state=0, verbose=verbose).fit([V[:60] for V in views])
+    _assert_same_fit(kq, kv)
+    assert "KTCCA: rank 2 (1/1) done" in capsys.readouterr().err
+
+
+def test_verbose_reports_ranks_starts_and_sweeps(rng, capsys):
+    views = _views(rng, (5, 4, 6), N=150)
+    TCCA(random_state=0).fit_path(views, [1, 2])
+    assert capsys.readouterr().err == ""  # verbose=0 says nothing
+    fits = TCCA(random_state=0, verbose=1).fit_path(views, [1, 2])
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2  # stderr is not a terminal here: a line per rank
+    for line, est, i in zip(lines, fits, (1, 2), strict=True):
+        assert line.startswith(f"TCCA: rank {est.n_components} ({i}/2) done: ")
+        assert f"{est.n_iter_} sweeps, kept start {est.init_}" in line
+    est = TCCA(2, random_state=0, init="random", n_init=3, tol=0, max_iter=200)
+    est.set_params(verbose=2).fit(views)
+    err = capsys.readouterr().err
+    assert "TCCA: rank 2 (1/1): racing 3 starts" in err
+    assert "TCCA: rank 2 (1/1): sweep 200, relative error" in err
+    assert "(of 3 raced)" in err
+
+
+def test_verbose_bar_on_a_terminal(rng):
+    import io
+
+    from tcca_core._progress import fit_progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    views = _views(rng, (5, 4, 6), N=150)
+    out = Terminal()
+    with fit_progress(1, "TCCA", stream=out):
+        fits = TCCA(random_state=0).fit_path(views, [1, 2, 3])
+    text = out.getvalue()
+    assert "TCCA: 100%" in text and "3/3" in text and "rank" in text
+    assert f"r={fits[-1].n_components}" in text
+
+
+def test_a_pipeline_job_reports_only_long_fits(rng):
+    import io
+
+    from tcca_core._progress import report_long_fits
+
+    views = _views(rng, (5, 4, 6), N=150)
+    quiet, loud = io.StringIO(), io.StringIO()
+    with report_long_fits("mfeat/linear split 0", quiet, every=1e6):
+        TCCA(2, random_state=0).fit(views)
+    assert quiet.getvalue() == ""
+    with report_long_fits("mfeat/linear split 0", loud, every=0.0):
+        TCCA(2, random_state=0).fit(views)
+        TCCA(2, random_state=0, verbose=0).fit(views)
+    lines = loud.getvalue().splitlines()
+    assert lines and all(
+        x.startswith("mfeat/linear split 0 TCCA: rank 2") for x in lines
+    )
+    assert sum(" done: " in x for x in lines) == 2
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "yes"])
+def test_verbose_is_checked(rng, bad):
+    with pytest.raises(ValueError, match="^verbose must be"):
+        TCCA(2, verbose=bad).fit(_views(rng, (3, 4, 5)))

@@ -14,6 +14,7 @@ them and the training samples.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -22,6 +23,8 @@ import scipy.linalg as sla
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from ._multiview import HighOrderCorrelationMixin
+from ._progress import VERBOSE_CONSTRAINT, fit_progress
+from ._spikes import kernel_neighbours, spike_message
 from ._validation import (
     Interval,
     ParamsMixin,
@@ -39,7 +42,7 @@ from .solver.views import WhitenedView
 __all__ = ["KTCCA", "kernel_whitening", "ktcca_path"]
 
 #: KTCCA's own parameters, besides ``n_components`` and the solver's
-_KERNEL_PARAMS = ("kernel", "kernel_params", "center", "jitter")
+_KERNEL_PARAMS = ("kernel", "kernel_params", "center", "jitter", "verbose")
 
 
 def _per_view(value, m: int, name: str) -> list:
@@ -111,7 +114,9 @@ def ktcca_path(views, ranks, *, warm_start: bool = False, **params) -> list[dict
     ``ranks``, with ``kernels`` (fitted :class:`~tcca_core.kernels.ViewKernel`),
     ``center_stats``, ``cholesky`` (L_p), ``factors`` (B_p), ``dual_coef``
     (L_p^(-1) B_p), ``weights``, ``correlations``, ``n_iter``, ``converged``,
-    ``errors``, ``engine``, ``init``, ``start_errors`` and ``fit_seconds``.
+    ``errors``, ``engine``, ``init``, ``start_errors``, ``fit_seconds`` and
+    ``spikes`` (why the components are single-sample spikes, or None: see
+    :func:`tcca_core._spikes.spike_message`).
     """
     if "n_components" in params:
         raise TypeError("ktcca_path takes the ranks, not n_components")
@@ -134,7 +139,11 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
         matrices; ``transform`` takes (n_new, N) cross kernels) or a callable
         ``k(A, B)``.
     kernel_params : dict or list of dicts, optional
-        Extra arguments of :class:`tcca_core.kernels.ViewKernel` (e.g. ``gamma``).
+        Extra arguments of :class:`tcca_core.kernels.ViewKernel`: ``gamma`` of
+        ``"rbf"``, a number or ``"scale"`` (1 / (n_features * X.var()), for
+        features that are not standardized). A kernel so narrow that every
+        training sample is far from every other makes the components spikes on
+        single samples; the fit then warns, naming the view and the fix.
     center : bool, default=True
         Center the kernels in feature space (H K H), as TCCA centers the data.
     jitter : float, default=1e-10
@@ -146,7 +155,7 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
         (+0.3 s at N = 500, minutes at N = 5,597); ``"auto"`` takes it unless it
         costs more than the ALS sweeps, and the randomized start with power
         iterations otherwise.
-    max_iter, tol, n_init, linesearch, random_state, algorithm
+    max_iter, tol, n_init, linesearch, random_state, algorithm, verbose
         As in :class:`tcca_core.TCCA`; the dense engine builds the N^m tensor S.
 
     Attributes
@@ -165,6 +174,7 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
         "kernel_params": [dict, list, tuple, None],
         "center": ["boolean"],
         "jitter": [Interval("real", 0, None)],
+        "verbose": VERBOSE_CONSTRAINT,
     }
 
     def __init__(
@@ -183,6 +193,7 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
         linesearch: bool = True,
         random_state=None,
         algorithm: str = "auto",
+        verbose: int = 0,
     ):
         self.n_components = n_components
         self.eps = eps
@@ -197,6 +208,7 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
         self.linesearch = linesearch
         self.random_state = random_state
         self.algorithm = algorithm
+        self.verbose = verbose
 
     def fit(self, views, y=None):
         """Fit on a list of views (or of N x N kernels with kernel="precomputed")."""
@@ -247,7 +259,7 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
             if center:  # a constant view has a constant kernel, zero once centered
                 skip = [q for q, k in enumerate(kernels) if k == "precomputed"]
                 check_varying(views, "KTCCA", skip)
-            vkernels, stats_all, Ls, wviews = [], [], [], []
+            vkernels, stats_all, Ls, wviews, neighbours = [], [], [], [], []
             for q, (X, k, kp) in enumerate(zip(views, kernels, kparams, strict=True)):
                 vk = ViewKernel.for_view(k, kp, q)
                 K = vk.fit(X)
@@ -255,6 +267,7 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
                     if K.shape[0] != N:
                         raise ValueError(f"the kernel of view {q} must be {N} x {N}")
                     _check_psd(K, q)
+                neighbours.append(kernel_neighbours(K))
                 stats = None
                 if center:
                     K, stats = center_kernel(K)
@@ -272,19 +285,26 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
                     "dual_coef": [
                         sla.solve_triangular(L, B, lower=False)
                         for L, B in zip(Ls, fit["factors"], strict=True)
-                    ]
+                    ],
+                    "spikes": spike_message(
+                        [Y.Y @ B for Y, B in zip(wviews, fit["factors"], strict=True)],
+                        neighbours,
+                        fit["correlations"],
+                        vkernels,
+                    ),
                 },
             )
 
         # the shared kernels and Cholesky factors count in every rank's seconds
-        return rank_path(
-            "KTCCA",
-            ranks,
-            params,
-            warm_start=warm_start,
-            shape=(N, [N] * m),
-            setup=setup,
-        )
+        with fit_progress(own["verbose"], "KTCCA"):
+            return rank_path(
+                "KTCCA",
+                ranks,
+                params,
+                warm_start=warm_start,
+                shape=(N, [N] * m),
+                setup=setup,
+            )
 
     def _set_fitted(self, out: dict):
         self.kernels_ = out["kernels"]
@@ -302,6 +322,8 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
         self.n_views_ = len(out["kernels"])
         self.n_train_ = out["factors"][0].shape[0]
         self.fit_seconds_ = out["fit_seconds"]
+        if out.get("spikes"):
+            warnings.warn(f"KTCCA: {out['spikes']}", UserWarning, stacklevel=3)
         warn_unconverged("KTCCA", out, self.tol)
         return self
 

@@ -17,6 +17,7 @@ from typing import ClassVar
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from ._multiview import HighOrderCorrelationMixin
+from ._progress import VERBOSE_CONSTRAINT, fit_progress
 from ._validation import ParamsMixin, check_positive_int, validate_params
 from .solver.convergence import warn_unconverged
 from .solver.linalg import LinearProjectionMixin
@@ -128,6 +129,12 @@ class TCCA(
         and the tensor become second and m-th raw moments, and the tensor then also
         carries every pairwise covariance (weighted by the means), not only the m-th
         order cumulant. See REPRODUCTION.md for why this matters on SecStr.
+    verbose : int, default=0
+        0 says nothing. 1 shows a progress bar over the ranks of the fit (one
+        for ``fit``, the grid for ``fit_path``) on stderr, saying the rank, the
+        starts raced, the sweep and the error as ALS runs (one line per rank
+        where stderr is not a terminal); 2 and more write lines: per rank, per
+        start and every 100 sweeps. No result depends on it.
 
     Attributes
     ----------
@@ -153,7 +160,11 @@ class TCCA(
         its ALS broke down (the error rose more than 0.1 % above the lowest it
         reached) or diverged (a degenerate fit: components far larger than the
         tensor, cancelling each other, or overflowing); the iterate of lowest
-        error is kept, and a ConvergenceWarning says which.
+        error is kept, and a ConvergenceWarning says which. A fit that used all
+        ``max_iter`` sweeps warns only while its error still falls by ``tol`` of
+        itself per sweep or more (and says by how much): one that creeps more
+        slowly has converged by the usual rule, though not by ours, which looks
+        ahead for a swamp.
     reconstruction_errors_ : list of float
         ||M - M_hat||_F / ||M||_F after each sweep of the kept start (up to the
         iterate kept).
@@ -182,6 +193,7 @@ class TCCA(
     _parameter_constraints: ClassVar[dict] = {
         **SOLVER_CONSTRAINTS,
         "center": ["boolean"],
+        "verbose": VERBOSE_CONSTRAINT,
     }
 
     def __init__(
@@ -197,6 +209,7 @@ class TCCA(
         random_state=None,
         algorithm: str = "auto",
         center: bool = True,
+        verbose: int = 0,
     ):
         self.n_components = n_components
         self.eps = eps
@@ -208,6 +221,7 @@ class TCCA(
         self.random_state = random_state
         self.algorithm = algorithm
         self.center = center
+        self.verbose = verbose
 
     def fit(self, views, y=None):
         """Fit on a list of views, each (n_samples, d_p), dense or scipy.sparse."""
@@ -217,13 +231,15 @@ class TCCA(
     def _path(self, views, ranks, warm_start: bool) -> list[dict]:
         """Validate the parameters (once) and fit every rank of ``ranks``."""
         params = SolverParams.of(self)
-        center = validate_params({"center": self.center}, self._parameter_constraints)[
-            "center"
-        ]
-        ranks, warm_start = check_ranks(ranks, params.init, warm_start)
-        return tcca_rank_path(
-            views, ranks, params, center=center, warm_start=warm_start
+        own = validate_params(
+            {"center": self.center, "verbose": self.verbose},
+            self._parameter_constraints,
         )
+        ranks, warm_start = check_ranks(ranks, params.init, warm_start)
+        with fit_progress(own["verbose"], "TCCA"):
+            return tcca_rank_path(
+                views, ranks, params, center=own["center"], warm_start=warm_start
+            )
 
     def transform(self, views, per_view: bool = False):
         """[Z_1 ... Z_m] with Z_p = (X_p - mean_p) W_p, stacked or as a list.

@@ -63,17 +63,25 @@ class ViewKernel:
     kernel : {"linear", "rbf", "chi2", "l2", "precomputed"} or callable
         ``"chi2"`` and ``"l2"`` are the paper's exp(-d / max d) kernels. A callable
         gets ``(A, B)`` and returns the kernel matrix between rows of A and B.
-    gamma : float, optional
-        Width of ``"rbf"`` (sklearn's convention; default 1 / n_features).
+    gamma : float, "scale" or None, default=None
+        Width of ``"rbf"``, exp(-gamma ||x - y||^2) (scikit-learn's convention).
+        None is 1 / n_features, which suits standardized features only: on raw
+        features of a larger scale (pixels at 0-16) every sample is then far
+        from every other, the kernel matrix is about the identity and KTCCA's
+        components are spikes on single samples. ``"scale"`` is
+        1 / (n_features * X.var()) of the training samples, as scikit-learn's
+        ``SVC(gamma="scale")``: the same width on any scale of the features.
     """
 
-    def __init__(self, kernel: str | Callable = "l2", *, gamma: float | None = None):
+    def __init__(
+        self, kernel: str | Callable = "l2", *, gamma: float | str | None = None
+    ):
         if not callable(kernel) and kernel not in KERNELS:
             raise ValueError(f"unknown kernel {kernel!r}; choose one of {KERNELS}")
         # else scikit-learn's rbf_kernel rejects it only in fit, naming itself
-        if gamma is not None and not _POSITIVE.accepts(gamma):
+        if gamma is not None and gamma != "scale" and not _POSITIVE.accepts(gamma):
             raise ValueError(
-                f"gamma must be None or a finite number > 0, got {gamma!r}"
+                f"gamma must be None, 'scale' or a finite number > 0, got {gamma!r}"
             )
         self.kernel = kernel
         self.gamma = gamma
@@ -108,7 +116,8 @@ class ViewKernel:
         if k == "linear":
             return np.asarray(linear_kernel(A, B))
         if k == "rbf":
-            return rbf_kernel(A, B, gamma=self.gamma)
+            gamma = self.gamma_ if self.gamma == "scale" else self.gamma
+            return rbf_kernel(A, B, gamma=gamma)
         return np.exp(-_DISTANCES[k](A, B) / self.scale_)
 
     def fit(self, X) -> np.ndarray:
@@ -124,6 +133,8 @@ class ViewKernel:
             return K
         self.X_ = X
         self.n_features_in_ = X.shape[1]
+        if self.gamma == "scale":
+            self.gamma_ = _scale_gamma(X)
         if self.kernel in _DISTANCES:
             D = _DISTANCES[self.kernel](X)
             scale = float(D.max())
@@ -169,6 +180,18 @@ class ViewKernel:
         if callable(self.kernel):
             K = self._checked(K, Y.shape[0], "the cross kernel matrix")
         return K
+
+
+def _scale_gamma(X) -> float:
+    """1 / (n_features * X.var()) over all entries, 1.0 for constant X (as sklearn)."""
+    if sp.issparse(X):
+        n = X.shape[0] * X.shape[1]
+        mean = X.sum() / n
+        var = X.multiply(X).sum() / n - mean**2
+    else:
+        var = np.asarray(X, dtype=float).var()
+    var = float(var)
+    return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
 
 
 def center_kernel(K: np.ndarray):

@@ -272,6 +272,7 @@ def _download_once(
                 url,
                 "" if total is None else f" ({total / 2**20:.1f} MiB)",
             )
+        t0 = time.perf_counter()
         with (
             _progress_bar(dest.name, total, offset, progress) as bar,
             _Sink(fd, dest, limit=limit, label=url, start=offset) as out,
@@ -284,6 +285,15 @@ def _download_once(
                 bar.update(len(block))
     # http.client does not raise when the peer closes early; check the length here
     size = os.fstat(fd).st_size
+    # the bar's bytes and speed, for a log (where no bar is drawn)
+    seconds = max(time.perf_counter() - t0, 1e-9)
+    logger.info(
+        "%s: %.1f MiB in %.1f s (%.2f MiB/s)",
+        dest.name,
+        (size - offset) / 2**20,
+        seconds,
+        (size - offset) / 2**20 / seconds,
+    )
     if total is not None and size != total:
         raise ConnectionError(
             f"connection closed after {size} of {total} bytes of {url}"

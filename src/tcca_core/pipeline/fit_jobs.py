@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import tempfile
 import zlib
 from collections.abc import Mapping, Sequence
@@ -31,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from .._io import atomic_write_text, write_csv
+from .._progress import report_long_fits
 from .config_settings import r_grid_of
 from .data_job import load_views, read_status
 from .plan import FitJob, SplitJob
@@ -55,6 +57,10 @@ PathLike = str | os.PathLike
 #: Fewest validation and test rows a split may have (val_fraction near 0 or 1, or a
 #: tiny evaluation pool, would leave accuracies over a handful of rows).
 MIN_EVAL_ROWS = 10
+#: A fit job's solver says where it is on the terminal (the process's own stderr,
+#: which the job's log does not take over) after every this many seconds of a fit:
+#: a long fit shows that it is alive, the many short ones stay quiet.
+LONG_FIT_S = 60.0
 
 
 def derived_rng(seed: int, *names: object) -> np.random.Generator:
@@ -233,21 +239,23 @@ def run_fit_job(
                 len(y),
                 r_grid,
             )
-            frames.append(
-                run_method(
-                    views,
-                    y,
-                    split,
-                    job.method,
-                    r_grid=r_grid,
-                    learner=job.learner,
-                    params=job.params,
-                    fit_views=fit_views,
-                    seed=job.seed,
-                    kernel=job.kernel,
-                    cache=cache,
+            label = f"{job.dataset}/{job.setting} {job.method} split {split.index}"
+            with report_long_fits(label, sys.__stderr__, LONG_FIT_S):
+                frames.append(
+                    run_method(
+                        views,
+                        y,
+                        split,
+                        job.method,
+                        r_grid=r_grid,
+                        learner=job.learner,
+                        params=job.params,
+                        fit_views=fit_views,
+                        seed=job.seed,
+                        kernel=job.kernel,
+                        cache=cache,
+                    )
                 )
-            )
         logger.info(
             "fit cache %s: %d reused, %d stored", cache.folder, cache.hits, cache.misses
         )

@@ -100,7 +100,12 @@ def build_table(
     )
     html: list[tuple[str, pd.DataFrame, list[str]]] = []
     if not isinstance(runs, pd.DataFrame):
-        runs = pd.concat([pd.read_csv(f) for f in runs], ignore_index=True)
+        # each file in one pass: read in chunks, a column empty in some of them
+        # (``pair``, only the pairwise methods fill it) gets mixed types and a
+        # DtypeWarning; one pass infers each column once (the same values)
+        runs = pd.concat(
+            [pd.read_csv(f, low_memory=False) for f in runs], ignore_index=True
+        )
     counts = sorted(int(t) for t in runs["threads"].dropna().unique())
     threads: int | list[int] = counts[0] if len(counts) == 1 else counts
     machine = machine if machine is not None else reporting.machine_text()

@@ -327,7 +327,9 @@ def read_rows(path: PathLike) -> pd.DataFrame:
     import pandas as pd
 
     header, rows = read_bundle(path)
-    frame = pd.read_csv(io.StringIO(_csv_text(header, rows)))
+    # one pass over the whole file, as build_table reads it: in chunks, a column
+    # that is empty in some (``pair``) gets mixed types and a DtypeWarning
+    frame = pd.read_csv(io.StringIO(_csv_text(header, rows)), low_memory=False)
     return frame.drop(columns=FIT_FILE)
 
 

@@ -58,6 +58,11 @@ def _nested(method: str) -> bool:
     return bool(spec is not None and spec.nested)
 
 
+#: The possible range of an accuracy (%): bands and bars are clipped to it, since
+#: mean +- std over a few splits can pass 100 (or 0) where no accuracy can.
+ACCURACY_RANGE = (0.0, 100.0)
+
+
 def _draw(ax, method: str, g: pd.DataFrame, value: str, band: str | None = None,
           level: bool = False):  # fmt: skip
     """One method's line against r, or a level for a method without r.
@@ -85,28 +90,32 @@ def _draw(ax, method: str, g: pd.DataFrame, value: str, band: str | None = None,
                 markerfacecolor="none" if hollow else color,
                 linewidth=1.4, label=label)  # fmt: skip
         if band is not None and g[band].notna().any():
-            ax.fill_between(g["r"], g[value] - g[band], g[value] + g[band],
-                            color=color, alpha=0.12, linewidth=0)  # fmt: skip
+            lo, hi = ACCURACY_RANGE  # a band is an accuracy's ± std
+            ax.fill_between(g["r"], (g[value] - g[band]).clip(lower=lo),
+                            (g[value] + g[band]).clip(upper=hi), color=color,
+                            alpha=0.12, linewidth=0)  # fmt: skip
     elif len(g):
         ax.axhline(float(g[value].iloc[0]), color=color,
                    linestyle=line if line != "-" else "--", linewidth=1.3,
                    label=label)  # fmt: skip
 
 
-def _figure(n_panels: int, rows_per_panel: int, height: float):
+def _figure(n_panels: int, rows_per_panel: int, height: float, r_max=None):
     """Make a bare Figure with the panels in blocks of at most three columns.
 
-    No pyplot: no global state, no GUI backend. Every panel shares its x axis with
-    the others, and row k of every panel its y axis with row k of the others, so
-    that panels compare at a glance. Returns (fig, [axes of panel i, top to
-    bottom]).
+    No pyplot: no global state, no GUI backend. A panel shares its x axis with
+    the panels of the same largest r (``r_max``, one per panel; None: all alike),
+    so that panels of one grid compare at a glance and a panel of a shorter grid
+    is not left mostly empty (mfeat's N = 2,000 panels end at r = 100, the
+    N = 500 ones at 300); row k of every panel shares its y axis with row k of
+    the others. Returns (fig, [axes of panel i, top to bottom]).
     """
     from matplotlib.figure import Figure
 
     ncols = min(n_panels, _MAX_COLS)
     blocks = -(-n_panels // ncols)
     fig = Figure(
-        figsize=(max(4.4 * ncols, 6.4), height * rows_per_panel * blocks + 1.4),
+        figsize=(max(4.4 * ncols, 8.0), height * rows_per_panel * blocks + 1.4),
         layout="constrained",
     )
     grid = fig.subplots(rows_per_panel * blocks, ncols, squeeze=False)
@@ -120,10 +129,13 @@ def _figure(n_panels: int, rows_per_panel: int, height: float):
             for ax in axes:
                 ax.set_visible(False)
     first = panels[0]
-    for axes in panels:
+    keys = list(r_max) if r_max is not None else [0.0] * len(panels)
+    leaders: dict = {}
+    for axes, key in zip(panels, keys, strict=True):
+        leader = leaders.setdefault(key, axes[0])
         for k, ax in enumerate(axes):
-            if ax is not first[0]:
-                ax.sharex(first[0])
+            if ax is not leader:
+                ax.sharex(leader)
             if ax is not first[k]:
                 ax.sharey(first[k])
     return fig, panels
@@ -150,18 +162,14 @@ def _finish(fig, title: str, paths: Sequence[str | os.PathLike], note: str = "",
     for label, handle in (extra or {}).items():
         handles[label] = handle
         ordered.append(label)
-    # Columns as wide as the longest entry (handle and padding about 0.7 inch, a
-    # 9 pt character about 0.07 inch), so that the legend never overflows the
-    # figure and cuts off its first and last entries.
-    entry = 0.7 + 0.07 * max((len(label) for label in ordered), default=0)
-    ncols = min(len(ordered), max(2, int(fig.get_figwidth() // max(entry, 1.3))))
     width = max(30, int(fig.get_figwidth() * _TITLE_CHARS_PER_INCH))
     # the note (how to read the figure) heads the legend, where the layout keeps it
-    legend = fig.legend([handles[k] for k in ordered], ordered,
-                        loc="outside lower center", ncols=ncols, fontsize=9,
-                        frameon=False,
-                        title=textwrap.fill(note, int(width * 1.2)) if note else None,
-                        title_fontsize=8)  # fmt: skip
+    legend = _compact_legend(
+        fig,
+        [handles[k] for k in ordered],
+        ordered,
+        title=textwrap.fill(note, int(width * 1.2)) if note else None,
+    )
     if note:
         legend.get_title().set_color("0.3")
     if title:
@@ -176,6 +184,29 @@ def _finish(fig, title: str, paths: Sequence[str | os.PathLike], note: str = "",
         )
         with atomic_write(path) as part:
             fig.savefig(part, format=Path(path).suffix[1:], dpi=150, metadata=meta)
+
+
+def _compact_legend(fig, handles, labels, title=None):
+    """Put the legend under the panels in as many columns as fit the figure.
+
+    The columns are measured, not guessed from the labels' lengths: the widest
+    legend (fewest rows) narrower than the figure is kept, so that it neither
+    overflows the figure (cutting off its first and last entries) nor stacks the
+    entries in a tall column (Ads: two columns took a third of the figure).
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    room = 0.98 * fig.bbox.width
+    kw = dict(loc="outside lower center", fontsize=9, frameon=False,
+              title=title, title_fontsize=8, columnspacing=1.2,
+              handlelength=2.4)  # fmt: skip
+    for ncols in range(max(len(labels), 1), 1, -1):
+        legend = fig.legend(handles, labels, ncols=ncols, **kw)
+        if legend.get_window_extent(renderer).width <= room:
+            return legend
+        legend.remove()
+    return fig.legend(handles, labels, ncols=1, **kw)
 
 
 def _with_same_as(df: pd.DataFrame, setting: str, same_as) -> pd.DataFrame:
@@ -197,22 +228,29 @@ PAPER_NOTE = (
 )
 
 
-def _x_axis(panels, r_max: float, strip: float = 0.0) -> None:
-    """Set the shared x axis once every panel is drawn: 0 to the largest r.
+def _x_axis(panels, r_max: Sequence[float], strip: Sequence[float] = ()) -> None:
+    """Set each panel's x axis once every panel is drawn: 0 to its largest r.
 
-    Setting it per panel while drawing (``set_xlim(left=0)``) froze the range at
-    the first panel's data and clipped the wider grids of the panels after it.
-    ``strip``: room right of the last r for the paper's marks; the r ticks stop
-    at the last r, since those marks have no r.
+    ``r_max``: per panel (the panels of one value share their axis, see
+    :func:`_figure`). Setting it while drawing (``set_xlim(left=0)``) froze the
+    range at the first panel's data and clipped the wider grids of the panels
+    after it. ``strip``: per panel, room right of the last r for the paper's
+    marks; the r ticks then stop at the last r, since those marks have no r.
     """
     from matplotlib.ticker import MaxNLocator
 
-    first = panels[0][0]
-    r_max = r_max if r_max > 0 else 1.0
-    first.set_xlim(0, r_max * 1.03 + strip)
-    if strip:
-        ticks = MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10], integer=True)
-        first.set_xticks([t for t in ticks.tick_values(0, r_max) if 0 <= t <= r_max])
+    strip = list(strip) or [0.0] * len(panels)
+    for axes, top, room in zip(panels, r_max, strip, strict=True):
+        top = top if top > 0 else 1.0
+        axes[0].set_xlim(0, top * 1.03 + room)
+        if room:
+            ticks = MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10], integer=True)
+            axes[0].set_xticks([t for t in ticks.tick_values(0, top) if 0 <= t <= top])
+
+
+def _r_max(sub: pd.DataFrame) -> float:
+    """Return the largest r of a panel's rows (0 without any)."""
+    return float(sub["r"].max()) if len(sub) and sub["r"].notna().any() else 0.0
 
 
 def _paper_numbers(paper, columns) -> list[dict[str, tuple[float, float]]]:
@@ -245,7 +283,9 @@ def _draw_paper(ax, numbers: Mapping[str, tuple[float, float]], slots, x0, step)
         color, _, _ = _style(method)
         # labelled by method too: a method the paper has and this run lacks
         # still gets its colour in the legend
-        ax.errorbar([x0 + slots[method] * step], [mean], yerr=[2 * std], fmt="D",
+        lo, hi = ACCURACY_RANGE
+        yerr = [[min(2 * std, mean - lo)], [min(2 * std, hi - mean)]]
+        ax.errorbar([x0 + slots[method] * step], [mean], yerr=yerr, fmt="D",
                     color=color, markersize=4, markerfacecolor="white",
                     markeredgewidth=1.2, elinewidth=1.1, capsize=2,
                     label=method_label(method))  # fmt: skip
@@ -282,22 +322,25 @@ def plot_accuracy(
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    fig, panels = _figure(len(columns), 1, 3.4)
     subs = [_with_same_as(curves, col["setting"], same_as) for col in columns]
-    r_max = max((float(sub["r"].max()) for sub in subs if len(sub)), default=0.0)
+    r_max = [_r_max(sub) for sub in subs]
+    fig, panels = _figure(len(columns), 1, 3.4, r_max)
     numbers = _paper_numbers(paper, columns)
     slots = {m: i for i, m in enumerate(_ordered(m for n in numbers for m in n))}
-    step = 0.035 * max(r_max, 1.0)
-    x0 = max(r_max, 1.0) * 1.03 + 2 * step
-    for (ax,), col, sub, ref in zip(panels, columns, subs, numbers, strict=True):
+    steps = [0.035 * max(top, 1.0) for top in r_max]
+    for (ax,), col, sub, ref, top, step in zip(
+        panels, columns, subs, numbers, r_max, steps, strict=True
+    ):
         for method in _ordered(sub["method"]):
             _draw(ax, method, sub[sub["method"] == method], "mean", band="std")
-        _draw_paper(ax, ref, slots, x0, step)
+        _draw_paper(ax, ref, slots, max(top, 1.0) * 1.03 + 2 * step, step)
         ax.set_xlabel("dimension of the common subspace r")
         ax.set_ylabel("test accuracy (%)")
         ax.set_title(_plain(col["label"]), fontsize=10)
         ax.grid(True, alpha=0.3)
-    _x_axis(panels, r_max, strip=(len(slots) + 2) * step if slots else 0.0)
+    _x_axis(
+        panels, r_max, [(len(slots) + 2) * step if slots else 0.0 for step in steps]
+    )
     # What the shading and the marks are, as legend entries (after the methods).
     legend_extra: dict[str, Artist] = {
         BAND_LABEL: Patch(color="0.5", alpha=0.25, linewidth=0)
@@ -343,8 +386,9 @@ def plot_cost(
     -------
     matplotlib.figure.Figure
     """
-    fig, panels = _figure(len(columns), 2, 2.6)
     subs = [_with_same_as(costs, col["setting"], same_as) for col in columns]
+    r_max = [_r_max(sub) for sub in subs]
+    fig, panels = _figure(len(columns), 2, 2.6, r_max)
     for (ax_t, ax_m), col, sub in zip(panels, columns, subs, strict=True):
         for method in _ordered(sub["method"]):
             g = sub[sub["method"] == method]
@@ -358,7 +402,6 @@ def plot_cost(
         ax_m.set_xlabel("dimension of the common subspace r")
         for ax in (ax_t, ax_m):
             ax.grid(True, alpha=0.3)
-    r_max = max((float(sub["r"].max()) for sub in subs if len(sub)), default=0.0)
     _x_axis(panels, r_max)
     _finish(fig, "\n".join(t for t in (title, subtitle) if t), paths, note=COST_NOTE)
     return fig

@@ -73,9 +73,26 @@ def t_interval(
     return mean - half, mean + half
 
 
+#: The possible range of an accuracy (%): intervals and bands are clipped to it
+#: (two splits give t(0.975, 1) = 12.7 standard errors, far past 100 %).
+ACCURACY_RANGE = (0.0, 100.0)
+
+
+def _clip(value: float) -> float:
+    lo, hi = ACCURACY_RANGE
+    return min(max(value, lo), hi)
+
+
 def _stats(mean: float, std: float, n: int, level: float) -> dict:
+    """Return a cell's drawn interval: :func:`t_interval`, clipped to the range."""
     lo, hi = t_interval(mean, std, n, level)
-    return {"mean": mean, "std": std, "n": n, "lo": lo, "hi": hi}
+    return {"mean": mean, "std": std, "n": n, "lo": _clip(lo), "hi": _clip(hi)}
+
+
+def _band(c: Mapping) -> tuple[float, float]:
+    """Return the paper's mean +- 2 std of a cell, clipped to the possible range."""
+    m, s = c["paper_mean"], c["paper_std"]
+    return _clip(m - 2 * s), _clip(m + 2 * s)
 
 
 def _equal_values(equal: Mapping | None) -> dict[tuple[str, str], tuple[float, float]]:
@@ -164,14 +181,15 @@ def _limits(cells: Sequence[Mapping]) -> tuple[float, float]:
     """Return an x range holding every interval and band of a panel, with a margin."""
     values = []
     for c in cells:
-        values += [c["paper_mean"] - 2 * c["paper_std"], c["paper_mean"]]
-        values += [c["paper_mean"] + 2 * c["paper_std"]]
+        values += [*_band(c), c["paper_mean"]]
         for key in ("ours", "equal"):
             if c[key] is not None:
                 values += [c[key]["lo"], c[key]["hi"], c[key]["mean"]]
     lo, hi = min(values), max(values)
     pad = 0.06 * max(hi - lo, 1.0)
-    return lo - pad, hi + pad
+    # a margin for the marks, not room past the possible range
+    bottom, top = ACCURACY_RANGE
+    return max(lo - pad, bottom - 1.0), min(hi + pad, top + 1.0)
 
 
 def _draw_panel(ax, cells: Sequence[Mapping], rows: int) -> None:
@@ -181,10 +199,10 @@ def _draw_panel(ax, cells: Sequence[Mapping], rows: int) -> None:
     """
     ys = [rows - 1 - i for i in range(len(cells))]
     means = [c["paper_mean"] for c in cells]
-    stds = [c["paper_std"] for c in cells]
-    ax.barh(ys, [4 * s for s in stds], left=[m - 2 * s for m, s in zip(means, stds,
-            strict=True)], height=0.72, color="0.85", edgecolor="0.6",
-            linewidth=0.6, label=PAPER_BAND_LABEL)  # fmt: skip
+    bands = [_band(c) for c in cells]
+    ax.barh(ys, [hi - lo for lo, hi in bands], left=[lo for lo, _ in bands],
+            height=0.72, color="0.85", edgecolor="0.6", linewidth=0.6,
+            label=PAPER_BAND_LABEL)  # fmt: skip
     ax.scatter(means, ys, marker="|", s=180, color="0.35", linewidths=1.6)
     for key, label, dy, style in (
         ("ours", PROTOCOL_LABEL, 0.17, {"fmt": "o", "color": "black"}),

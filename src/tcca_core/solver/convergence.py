@@ -16,21 +16,31 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .als import BREAKDOWN, WINDOW, broke_down
 
-__all__ = ["convergence_message", "swamped_message", "warn_unconverged"]
+__all__ = [
+    "convergence_message",
+    "still_moving",
+    "swamped_message",
+    "warn_unconverged",
+]
 
 
 def warn_unconverged(name: str, out: dict, tol: float) -> None:
     """Warn when the fit ``out`` diverged, broke down or ran out of sweeps.
 
     ``out`` is an engine's ``info`` dict; running out of sweeps counts only with
-    ``tol > 0``. Called from an estimator's fit, so the ConvergenceWarning points
-    at the user's call.
+    ``tol > 0`` and while the error still falls by ``tol`` per sweep or more
+    (:func:`still_moving`): a fit that ran out of sweeps creeping more slowly has
+    converged by the usual rule, though ours, which looks further ahead for a
+    swamp, did not stop it (``converged_`` is then False, with no warning).
+    Called from an estimator's fit, so the ConvergenceWarning points at the
+    user's call.
     """
     swamped = out.get("swamped")
     if swamped:
         warnings.warn(f"{name}: {swamped}", UserWarning, stacklevel=4)
     diverged = out.get("diverged", False)
-    if diverged or out.get("broke_down") or (not out["converged"] and tol > 0):
+    ran_out = not out["converged"] and tol > 0 and still_moving(out["errors"], tol)
+    if diverged or out.get("broke_down") or ran_out:
         message = convergence_message(
             name, out["errors"], tol, diverged, rise=out.get("rise")
         )
@@ -40,6 +50,19 @@ def warn_unconverged(name: str, out: dict, tol: float) -> None:
                 "tensor is at the scale of rounding, not max_iter's fault)"
             )
         warnings.warn(message, ConvergenceWarning, stacklevel=4)
+
+
+def still_moving(errors: Sequence[float], tol: float) -> bool:
+    """Whether the error still falls by ``tol`` of itself per sweep, or more.
+
+    The mean over the last :data:`WINDOW` sweeps: the usual stopping rule's test
+    (a relative change per sweep below ``tol``), which the fit then fails. Fewer
+    sweeps than a window cannot tell, and count as moving.
+    """
+    if len(errors) <= WINDOW:
+        return True
+    fall = errors[-1 - WINDOW] - errors[-1]
+    return fall >= WINDOW * tol * max(errors[-1], 1e-300)
 
 
 #: eps this many times the largest variance of a view swamps its covariance
@@ -108,9 +131,10 @@ def convergence_message(
     moved = (errors[-1 - w] - errors[-1]) / max(errors[-1], 1e-300) if w > 0 else 0.0
     # a rise smaller than a breakdown (above) is a stall at rounding level, where
     # "still fell by -4.7e-07" would mislead
+    times = f" ({moved / (w * tol):.3g} times tol per sweep)" if w * tol > 0 else ""
     trend = (
-        f"still fell by {moved:.2g} of itself over the last {w} sweeps; a larger "
-        "max_iter may lower it further"
+        f"still fell by {moved:.2g} of itself over the last {w} sweeps{times}; a "
+        "larger max_iter may lower it further"
         if moved >= 0
         else f"rose by {-moved:.2g} of itself over the last {w} sweeps (ALS has "
         "stalled: exact sweeps never raise it); more sweeps are unlikely to lower it"

@@ -18,6 +18,7 @@ from time import perf_counter
 
 import numpy as np
 
+from .. import _progress
 from . import dense as _dense
 from . import tensorly as _tensorly
 from .dense import DENSE_MAX_BYTES
@@ -378,6 +379,7 @@ class MomentEngine:
             for st in starts
         ]
         profile = {"starts": len(U0s), "start_s": perf_counter() - t0}
+        _progress.starts(len(U0s))
         diverged, rise = False, None
         if self.name == "tensorly":  # the reference: every start run in full
             fits = [
@@ -445,6 +447,7 @@ class MomentEngine:
                 resume=resume,
                 residual_sq=self.residual_sq,
                 combine=self._op is not None,
+                callback=_progress.sweep_callback(),
             )
 
         def last(res):  # the error of the iterate a fit would keep
@@ -513,7 +516,7 @@ class MomentEngine:
         if isinstance(init, str) and init == "auto":
             init = self.auto_init(ranks)
             params = replace(params, init=init)
-        out = {}
+        out: dict[int, tuple] = {}
         previous = None
         order = sorted(set(ranks)) if warm_start else list(dict.fromkeys(ranks))
         rng = as_generator(random_state)
@@ -524,6 +527,7 @@ class MomentEngine:
             warm_rng = as_generator(random_state)
         for r in order:
             t = perf_counter()
+            _progress.rank_begins(r, len(out) + 1, len(order))
             if not isinstance(random_state, np.random.Generator):
                 rng = as_generator(random_state)
             extra: list[list[np.ndarray]] = []
@@ -548,6 +552,7 @@ class MomentEngine:
             )
             previous = [factors[0] * weights, *factors[1:]]
             out[r] = (weights, factors, info, perf_counter() - t)
+            _progress.rank_done(info, out[r][3])
             logger.info(
                 "rank %d (%d/%d): %d ALS sweeps, start %s, error %.6g, %.1f s%s",
                 r,
