@@ -219,3 +219,68 @@ def test_the_report_opens_with_the_verdict():
     text = (ROOT / "REPRODUCTION.md").read_text()
     headings = re.findall(r"^## (.+)$", text, re.M)
     assert headings[0] == "Verdict"
+
+
+def _ads_summary(falls: dict[str, float]) -> dict:
+    """A one-column Ads summary whose methods' curves rise, then fall by ``falls``."""
+    curves = [
+        {"setting": "l100", "method": m, "r": r, "mean": v, "std": 0.5, "n_splits": 5}
+        for m, fall in falls.items()
+        for r, v in ((5, 85.0), (10, 90.0), (300, 90.0 - fall))
+    ]
+    return {
+        "tables": {
+            "ads": {
+                "columns": [{"label": "#labeled = 100", "setting": "l100"}],
+                "accuracy": {"val": []},
+                "curves": curves,
+            }
+        }
+    }
+
+
+def test_the_ads_sentence_is_judged_in_both_halves():
+    from tcca_core.reproduction.claims import claim_cca_steady, claim_dse_ssmvd_fall
+
+    falls = {"dse": 12.0, "ssmvd": 11.0, "cca_bst": 1.0, "cca_avg": 2.0, "tcca": 3.0}
+    sharp_ls = _ads_summary({**falls, "cca_ls": 14.0})
+    assert claim_dse_ssmvd_fall(sharp_ls).status == "confirmed"
+    assert claim_cca_steady(sharp_ls).status == "not confirmed"
+    assert claim_cca_steady(_ads_summary({**falls, "cca_ls": 1.5})).status == (
+        "confirmed"
+    )
+
+
+def test_a_30_draw_verdict_names_its_protocol():
+    # the claims summary of the investigations: each verdict column says whether it
+    # reads the paper's protocol or equal tuning
+    text = (ROOT / "REPRODUCTION.md").read_text()
+    part = text[text.index("### The paper's claims on all of it") :]
+    header = next(line for line in part.splitlines() if line.startswith("| claim |"))
+    columns = [c.strip() for c in header.strip("|").split("|")][1:]
+    assert columns
+    assert all("paper protocol" in c or "equal tuning" in c for c in columns)
+    assert any("equal tuning" in c and "30 draws" in c for c in columns)
+
+
+def test_tuned_draws_verdict_reads_every_comparison():
+    from tcca_core.reproduction.investigations import Investigation
+    from tcca_core.reproduction.sentences import TUNED_DRAWS, tuned_draws_verdict
+
+    def inv(says):
+        rows = [["ads #labeled = 100", f"TCCA - {m}", s, s] for m, s in says.items()]
+        cols = ["cell", "A - B", "the interval says", "after Holm"]
+        return Investigation(
+            "equal_tuning",
+            {"tables": [{"heading": TUNED_DRAWS, "columns": cols, "rows": rows}]},
+        )
+
+    cell = "ads #labeled = 100"
+    below = {"CCA (BST)": "A below B", "CCA-LS": "A below B"}
+    assert tuned_draws_verdict(inv(below), cell) == "refuted"
+    above = {"CCA (BST)": "A above B", "CCA-LS": "A above B"}
+    assert tuned_draws_verdict(inv(above), cell) == "confirmed"
+    mixed = {"CCA (BST)": "not resolved", "CCA-LS": "A below B"}
+    assert tuned_draws_verdict(inv(mixed), cell) == (
+        "not resolved (0 above, 1 below, of 2)"
+    )
