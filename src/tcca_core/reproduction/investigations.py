@@ -36,6 +36,8 @@ cell(TABLE, SETTING, METHOD).FIELD   a cell of the summary (reading (A)): TABLE 
     paper_pm, paper_stds (diff in paper stds), upper / lower (the paper's mean +- 2
     std), r (per split), job_min (the fit job's minutes), flag ("within", "outside"
     or "partly outside" the paper's mean +- 2 std).
+curve(TABLE, SETTING, METHOD, R)   the mean test accuracy of the published curve at
+    r = R (two decimals).
 cells(TABLE, "S1,S2", "M1,M2").min(FIELD), .max(FIELD)   the extreme value over the
     cells; .argmin(FIELD), .argmax(FIELD): the method's label; .flag as above.
 STEM.cell(ROW, COLUMN, section=WORDS)   a cell of a table of the investigation STEM's
@@ -439,6 +441,16 @@ def prose_context(
     def investigation(stem: str) -> Investigation | _Missing:
         return bound.get(stem) or _Missing(stem, problems)
 
+    def curve(table: str, setting: str, method: str, r: int) -> str:
+        t = (summary.get("tables") or {}).get(table) or {}
+        for c in t.get("curves", []):
+            hit = (c["setting"], c["method"], int(c["r"])) == (setting, method, r)
+            if hit and c.get("mean") is not None:
+                return f"{c['mean']:.2f}"
+        return problems.mark(
+            f"curve({table}, {setting}, {method}, {r})", KeyError("no such point")
+        )
+
     from .sentences import Said  # it reads this module's classes
 
     return {
@@ -446,6 +458,7 @@ def prose_context(
         "investigation": investigation,
         "cell": cells,
         "cells": cells,
+        "curve": curve,
         "said": Said(summary, investigation, problems),
         "_problems": problems,
     }
