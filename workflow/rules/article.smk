@@ -11,6 +11,7 @@ rule article:
         figure=REPO / "results" / "figures" / "at_a_glance.png",
         equal_tuning=REPO / "investigations" / "results" / "equal_tuning.json",
         record=REPO / "docs" / "deviations.md",
+        citation=REPO / "CITATION.cff",
         source=REPO / "article" / "article.typ",
         template=REPO / "article" / "rescience.typ",
     log:
