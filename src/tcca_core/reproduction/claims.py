@@ -341,13 +341,6 @@ CLAIMS: list[tuple[str, str, Callable[[Mapping], _Verdict]]] = [
         claim_dse_ssmvd_fall,
     ),
     (
-        "The CCA-based methods are much steadier in r than DSE and SSMVD on Ads.",
-        f"the second half of the paper's sentence on DSE and SSMVD: CCA (BST/AVG), "
-        f"CCA-LS and TCCA each fall less than {SHARP_DROP:g} points from the peak of "
-        "their mean curve to their largest r.",
-        claim_cca_steady,
-    ),
-    (
         "TCCA costs more time and memory than the other CCA-based methods (dense "
         "tensor), but is cheaper than DSE/SSMVD when N is large.",
         "fit time and peak memory at the selected r: TCCA above CCA (BST/AVG) and "
@@ -364,4 +357,22 @@ CLAIMS: list[tuple[str, str, Callable[[Mapping], _Verdict]]] = [
         "paper's methods.",
         claim_tcca_best,
     ),
+]
+
+#: The second half of the paper's sentence on DSE and SSMVD (Ads), judged apart.
+STEADY = (
+    "The CCA-based methods are much steadier in r than DSE and SSMVD on Ads.",
+    f"the second half of the paper's sentence on DSE and SSMVD: CCA (BST/AVG), "
+    f"CCA-LS and TCCA each fall less than {SHARP_DROP:g} points from the peak of "
+    "their mean curve to their largest r.",
+    claim_cca_steady,
+)
+#: What REPRODUCTION.md judges: :data:`CLAIMS`, with :data:`STEADY` after the claim
+#: whose sentence it completes. The investigation scripts re-judge :data:`CLAIMS`
+#: (their published outputs list those); the verdict table (:mod:`.verdicts`)
+#: judges the steadiness under equal tuning too (claim A4).
+REPORT_CLAIMS = [
+    *CLAIMS[: [c[2] for c in CLAIMS].index(claim_dse_ssmvd_fall) + 1],
+    STEADY,
+    *CLAIMS[[c[2] for c in CLAIMS].index(claim_dse_ssmvd_fall) + 1 :],
 ]

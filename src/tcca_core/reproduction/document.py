@@ -19,7 +19,7 @@ from ..paper import PAPER_TABLES
 from ..registry import METHODS, methods_where
 from ..reporting import READINGS, format_pm, method_label
 from . import record, verdicts
-from .claims import CLAIMS, _fmt
+from .claims import REPORT_CLAIMS, _fmt
 from .investigations import (
     RECORD_STEM,
     _log,
@@ -472,7 +472,7 @@ def build(
             post_hoc_link=_post_hoc_link(_post_hoc_methods(summary, tables)),
             claims=[
                 {"claim": claim, "rule": rule, **vars(check(summary))}
-                for claim, rule, check in CLAIMS
+                for claim, rule, check in REPORT_CLAIMS
             ],
             paper_tests=_paper_tests(summary),
             verdict=verdict,
