@@ -81,7 +81,7 @@ def test_every_quoted_cell_is_a_published_one(page):
 def test_the_glance_table_says_what_its_columns_say(page):
     rows = _glance_rows(page.read_text())
     assert len(rows) >= 4
-    for label, ours, paper, other, other_paper in rows:
+    for label, ours, paper, other, other_paper, gap in rows:
         recs = _records(*ROWS[label])
         method, value = _split(ours, "tcca")
         assert method in ("tcca", "ktcca")
@@ -103,6 +103,34 @@ def test_the_glance_table_says_what_its_columns_say(page):
         if PM.search(other_paper):
             want = format_pm(recs[best]["paper_mean"], recs[best]["paper_std"])
             assert other_paper == want, label
+        # the gap, and whether it is a tie: a win within noise must not read as one
+        a, b = recs[method], recs[best]
+        diff = a["mean"] - b["mean"]
+        if abs(diff) <= max(a["std"], b["std"]):
+            word = "within noise"
+        else:
+            word = ("above" if diff > 0 else "below") + ", beyond noise"
+        assert gap == f"{diff:+.2f} ({word})", label
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_the_kernel_leads_are_counted_over_every_column(page):
+    recs = SUMMARY["tables"]["mfeat_kernel"]["accuracy"]["val"]
+    columns = {r["column"] for r in recs}
+    leads = 0
+    for col in columns:
+        cells = {
+            r["method"]: r["mean"]
+            for r in recs
+            if r["column"] == col
+            and r["mean"] is not None
+            and METHODS[r["method"]].role == "paper"
+        }
+        leads += max(cells, key=cells.get) == "ktcca"
+    text = " ".join(page.read_text().split())
+    assert (
+        f"KTCCA has the highest mean in {leads} of the {len(columns)} columns" in text
+    )
 
 
 # ------------------------------------------- "does it reproduce?" and "how fast?"

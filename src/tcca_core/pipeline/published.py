@@ -45,7 +45,16 @@ from pathlib import Path
 
 from .._io import atomic_write_text
 from .differences import csv_difference, first_difference, leaves, table_difference
-from .rows import BENCHMARKS, ROWS, RowsError, bundle_run, row_files, unbundle
+from .rows import (
+    BENCHMARKS,
+    INVESTIGATIONS,
+    ROWS,
+    RUNS,
+    RowsError,
+    bundle_run,
+    row_files,
+    unbundle,
+)
 
 __all__ = [
     "INVESTIGATIONS",
@@ -58,34 +67,6 @@ __all__ = [
 
 PathLike = str | os.PathLike
 
-#: The investigation runs (``investigations/configs/<run>.yaml``, a reduced run in
-#: ``results/<run>/``) whose rows are committed (``results/<run>/rows/``, kept by
-#: .gitignore): those the investigations below read.
-RUNS = (
-    "equal_tuning",
-    "draws30",
-    "equal_tuning_draws30",
-    "more_starts",
-    "warm_start",
-    "other_grid",
-    "grid_edges",
-    "grid_edges_eps",
-)
-#: Investigation outputs made from the rows of pipeline runs: the output's stem in
-#: ``investigations/results/`` -> (its script in ``investigations/``, the runs it
-#: needs besides the published one). Every run of :data:`RUNS` with committed rows
-#: is there for it to read (one it reads where run, such as equal_tuning's
-#: ``equal_tuning_draws30``, is not needed). Each script takes ``--published`` and
-#: ``--out``.
-INVESTIGATIONS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "equal_tuning": ("equal_tuning.py", ("equal_tuning",)),
-    "variance": ("variance.py", ("draws30",)),
-    "optimizer_robustness": (
-        "optimizer_robustness.py",
-        ("warm_start", "more_starts", "other_grid"),
-    ),
-    "grid_edges": ("grid_edges.py", ("grid_edges", "equal_tuning")),
-}
 #: The table rule's outputs that hold numbers (``{t}``: the table), by build_table's
 #: key; the Markdown and LaTeX files are renderings of the same cells.
 TABLE_CSVS = {

@@ -48,6 +48,8 @@ if TYPE_CHECKING:  # pandas is imported where used: the rules import the names h
 __all__ = [
     "BENCHMARKS",
     "FIT_FILE",
+    "INVESTIGATIONS",
+    "RUNS",
     "ROWS",
     "RowsError",
     "bundle_run",
@@ -76,6 +78,36 @@ _REQUIRED = ("method", "split", "r", "val_acc", "test_acc")
 
 class RowsError(ValueError):
     """A rows bundle that cannot be read, or fit files that cannot be bundled."""
+
+
+#: The investigation runs (``investigations/configs/<run>.yaml``, a reduced run in
+#: ``results/<run>/``) whose rows are committed (``results/<run>/rows/``, kept by
+#: .gitignore): those the investigations below read.
+RUNS = (
+    "equal_tuning",
+    "draws30",
+    "equal_tuning_draws30",
+    "more_starts",
+    "warm_start",
+    "other_grid",
+    "grid_edges",
+    "grid_edges_eps",
+)
+#: Investigation outputs made from the rows of pipeline runs: the output's stem in
+#: ``investigations/results/`` -> (its script in ``investigations/``, the runs it
+#: needs besides the published one). Every run of :data:`RUNS` with committed rows
+#: is there for it to read (one it reads where run, such as equal_tuning's
+#: ``equal_tuning_draws30``, is not needed). Each script takes ``--published`` and
+#: ``--out``.
+INVESTIGATIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "equal_tuning": ("equal_tuning.py", ("equal_tuning",)),
+    "variance": ("variance.py", ("draws30",)),
+    "optimizer_robustness": (
+        "optimizer_robustness.py",
+        ("warm_start", "more_starts", "other_grid"),
+    ),
+    "grid_edges": ("grid_edges.py", ("grid_edges", "equal_tuning")),
+}
 
 
 def _fit_name(path: PathLike) -> str:

@@ -6,7 +6,10 @@ with the outputs of the investigation scripts and their data inlined by
 :func:`include_files`, :mod:`.investigations`) and the list of tables that did not
 run. Every number comes from the summary (:mod:`.summary`) or from the data an
 investigation handed over, and each of the paper's qualitative claims is checked by a
-function of the summary (:mod:`.claims`). The prose is in ``templates/*.md.j2``.
+function of the summary (:mod:`.claims`). Every claim of the paper's experiments
+section, with its verdict under the paper's protocol and under equal tuning, is listed
+in :mod:`.verdicts` (the table REPRODUCTION.md opens with). The prose is in
+``templates/*.md.j2``.
 """
 
 from .claims import CLAIMS

@@ -20,8 +20,8 @@ from ..paper import PAPER_TABLES
 from ..registry import METHODS, methods_where
 from ..reporting import READINGS, format_pm, method_label
 from ..reporting.escape import markdown as _md
-from . import record
-from .claims import CLAIMS, _fmt
+from . import record, verdicts
+from .claims import REPORT_CLAIMS, _fmt
 from .investigations import (
     RECORD_STEM,
     _log,
@@ -453,6 +453,10 @@ def build(
     notes, data = included_data(investigations)
     protocol_record = _record_section(data)
     data.pop(RECORD_STEM, None)
+    equal_tuning = data.get("equal_tuning")
+    # equal tuning's data are the published run's: a reduced run is not judged by them
+    tuned = equal_tuning.data if equal_tuning and not _reduced_run(summary) else None
+    verdict = verdicts.context(summary, tuned)
     notes, _ = render_fields(notes.strip(), summary, data)
     problems = _Problems()  # the missing tables' cost facts
     tables = [t for t in TABLE_ORDER if t in summary.get("tables", {})]
@@ -478,9 +482,10 @@ def build(
             post_hoc_link=_post_hoc_link(_post_hoc_methods(summary, tables)),
             claims=[
                 {"claim": claim, "rule": rule, **vars(check(summary))}
-                for claim, rule, check in CLAIMS
+                for claim, rule, check in REPORT_CLAIMS
             ],
             paper_tests=_paper_tests(summary),
+            verdict=verdict,
             alpha=f"{ALPHA:g}",
             margin=f"{MARGIN:g}",
             protocol_record=protocol_record,

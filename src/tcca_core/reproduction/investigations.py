@@ -36,6 +36,8 @@ cell(TABLE, SETTING, METHOD).FIELD   a cell of the summary (reading (A)): TABLE 
     paper_pm, paper_stds (diff in paper stds), upper / lower (the paper's mean +- 2
     std), r (per split), job_min (the fit job's minutes), flag ("within", "outside"
     or "partly outside" the paper's mean +- 2 std).
+curve(TABLE, SETTING, METHOD, R)   the mean test accuracy of the published curve at
+    r = R (two decimals).
 cells(TABLE, "S1,S2", "M1,M2").min(FIELD), .max(FIELD)   the extreme value over the
     cells; .argmin(FIELD), .argmax(FIELD): the method's label; .flag as above.
 STEM.cell(ROW, COLUMN, section=WORDS)   a cell of a table of the investigation STEM's

@@ -310,6 +310,37 @@ def holm_changes(inv: Investigation, base: str = "TCCA") -> str:
 # ------------------------------------------------- equal tuning, over draws
 
 
+def tuned_draws_verdict(
+    inv: Investigation, cell: str, reading: str = "after Holm", base: str = "tcca"
+) -> str:
+    """TCCA outperforms the CCA methods under equal tuning over the draws: the verdict.
+
+    Read from equal_tuning.py's table over 30 draws, per cell: "confirmed" when
+    every paired difference TCCA - CCA method lies above 0, "refuted" when every one
+    lies below, otherwise "not resolved" with the count of each; ``reading`` is the
+    column read ("the interval says": the raw 95 % intervals; "after Holm").
+    """
+    label = _labels([base])[0]
+    if not inv.has(TUNED_DRAWS):
+        raise FieldError("no equal-tuning table over the draws")
+    t = inv.tables(TUNED_DRAWS)[0]
+    rows = [dict(zip(t["columns"], r, strict=True)) for r in t["rows"]]
+    says = [
+        r[reading]
+        for r in rows
+        if r["cell"] == cell and r["A - B"].startswith(f"{label} - ")
+    ]
+    if not says:
+        raise FieldError(f"no {label} rows for {cell!r} over the draws")
+    above = sum(v == "A above B" for v in says)
+    below = sum(v == "A below B" for v in says)
+    if above == len(says):
+        return "confirmed"
+    if below == len(says):
+        return "refuted"
+    return f"not resolved ({above} above, {below} below, of {len(says)})"
+
+
 def tuned_draws(inv: Investigation, cells: Sequence[str], base: str = "tcca") -> str:
     """TCCA against each CCA method under equal tuning: resolved or not.
 
@@ -433,6 +464,15 @@ class Said:
         """See :func:`holm_changes`."""
         return self._say("holm_changes", lambda: holm_changes(self._output(stem)))
 
+    def tuned_draws_verdict(
+        self, stem: str, cell: str, reading: str = "after Holm"
+    ) -> str:
+        """See :func:`tuned_draws_verdict`."""
+        return self._say(
+            "tuned_draws_verdict",
+            lambda: tuned_draws_verdict(self._output(stem), cell, reading),
+        )
+
     def tuned_draws(self, stem: str, cells: str) -> str:
         """See :func:`tuned_draws` (``cells``: separated by ';')."""
         return self._say(
@@ -458,11 +498,22 @@ def prose_context(
     def investigation(stem: str) -> Investigation | _Missing:
         return bound.get(stem) or _Missing(stem, problems)
 
+    def curve(table: str, setting: str, method: str, r: int) -> str:
+        t = (summary.get("tables") or {}).get(table) or {}
+        for c in t.get("curves", []):
+            hit = (c["setting"], c["method"], int(c["r"])) == (setting, method, r)
+            if hit and c.get("mean") is not None:
+                return f"{c['mean']:.2f}"
+        return problems.mark(
+            f"curve({table}, {setting}, {method}, {r})", KeyError("no such point")
+        )
+
     return {
         **bound,
         "investigation": investigation,
         "cell": cells,
         "cells": cells,
+        "curve": curve,
         "said": Said(summary, investigation, problems),
         "_problems": problems,
     }
