@@ -26,7 +26,7 @@ from tcca_core.pipeline.code_units import (
 )
 from tcca_core.registry import METHODS
 from tcca_core.reproduction.release import drift_table as release_section_table
-from tcca_core.reproduction.release import release_section
+from tcca_core.reproduction.release import release_banner, release_section
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -337,6 +337,11 @@ def test_release_section_neutral_and_moved(manifest):
         ),
     )
     assert "The library has moved since release 1.0.0" in moved
+    banner = release_banner(
+        manifest, _status(sentinel={"neutral": False, "moved": {"tcca": {}}})
+    )
+    assert "the library has moved" in banner and "TCCA" in banner
+    assert "moved" not in release_banner(manifest, _status())
     assert "still release 1.0.0's" in moved
     assert "| TCCA | 3 | 2 | 1.25 | 0.0123 |" in moved
     assert "| KTCCA | 0 | 1 | 0 | 1e-09 |" in moved

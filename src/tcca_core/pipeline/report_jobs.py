@@ -237,22 +237,27 @@ def write_summary(
     return summary
 
 
-def _release_text(root: Path, summary: Path) -> str:
-    """Return the release section of the published REPRODUCTION.md.
+def _release_text(root: Path, summary: Path) -> dict[str, str]:
+    """Return the release section and banner of the published REPRODUCTION.md.
 
-    '' for another run's summary, or without a release.
+    Empty for another run's summary, or without a release.
     """
     from ..reproduction.release import (
         MANIFEST,
         read_manifest,
         read_status,
+        release_banner,
         release_section,
     )
 
     published = os.path.realpath(root / "results" / "summary.json")
     if os.path.realpath(summary) != published or not (root / MANIFEST).is_file():
-        return ""
-    return release_section(read_manifest(root), read_status(root))
+        return {}
+    manifest, status = read_manifest(root), read_status(root)
+    return {
+        "release": release_section(manifest, status),
+        "release_banner": release_banner(manifest, status),
+    }
 
 
 def write_reproduction(
@@ -288,7 +293,7 @@ def write_reproduction(
         investigations=notes,
         missing=missing,
         figures=figures,
-        release=_release_text(Path(root), Path(summary)),
+        **_release_text(Path(root), Path(summary)),
     )
     atomic_write_text(out, text)
     logger.info(

@@ -430,6 +430,7 @@ def build(
     missing: Mapping[str, str] | None = None,
     figures: str = "results/figures",
     release: str = "",
+    release_banner: str = "",
 ) -> str:
     """Return the text of REPRODUCTION.md.
 
@@ -448,6 +449,8 @@ def build(
     release : str
         The release section (:func:`~.release.release_section`): which release
         owns these numbers and where the library stands against it.
+    release_banner : str
+        Its one line under the title (:func:`~.release.release_banner`).
     """
     missing = dict(missing or {})
     notes, data = included_data(investigations)
@@ -470,6 +473,7 @@ def build(
             reduced=_reduced_run(summary),
             provenance=_provenance(summary),
             release=release,
+            release_banner=release_banner,
             tables=[_table_section(summary, t, figures) for t in tables],
             figures=_link(figures),
             not_run=[

@@ -20,6 +20,7 @@ __all__ = [
     "MANIFEST",
     "STATUS",
     "drift_table",
+    "release_banner",
     "read_manifest",
     "read_status",
     "release_section",
@@ -78,6 +79,28 @@ def drift_table(moved: Mapping[str, Mapping]) -> str:
             f"{m['max_abs_acc']:.3g} | {corr} |"
         )
     return "\n".join(lines)
+
+
+def release_banner(manifest: Mapping | None, status: Mapping | None) -> str:
+    """Return the one line under REPRODUCTION.md's title: whose numbers these are.
+
+    It says loudly when the last recorded check found the library moved; ''
+    without a manifest.
+    """
+    if not manifest:
+        return ""
+    version = manifest["version"]
+    moved = ((status or {}).get("sentinel") or {}).get("moved") or {}
+    if moved:
+        names = ", ".join(_label(m) for m in moved)
+        return (
+            f"> **Every number here is release {version}'s; the library has moved "
+            f"since** (the fits of {names}): see [Release](#release) for the drift."
+        )
+    return (
+        f"> Every number here is release {version}'s, the reproduction release "
+        "([Release](#release): how to refit it, and where the library stands)."
+    )
 
 
 def release_section(manifest: Mapping | None, status: Mapping | None) -> str:
