@@ -1,4 +1,4 @@
-"""Bad input to the public API gets a clear, named error (issue #28, item 12).
+"""Bad input to the public API gets a clear, named error.
 
 - ``random_state``: None, an int in [0, 2**32 - 1], a numpy Generator or
   RandomState, for every estimator and function that takes one; anything else

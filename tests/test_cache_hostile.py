@@ -1,5 +1,4 @@
-"""FitCache against someone else who can write its folder (issue #28, items 1, 3, 4
-and 7).
+"""FitCache against someone else who can write its folder.
 
 * Writes never land outside the folder, even with a process racing to swap the
   temporary files for links.

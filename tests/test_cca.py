@@ -244,7 +244,7 @@ def test_cca_function_returns_r_max(make_views):
     assert out["r_max"] == 3 and out["projections"][0].shape == (3, 3)
 
 
-# --------------------------------------------------------------- issue #16 faults
+# -------------------------------------------------------------- numerical faults
 
 
 @pytest.mark.parametrize(
@@ -317,9 +317,9 @@ def test_singular_with_eps_names_the_scale_not_eps():
     CCA(2, eps=0.01).fit([X, Y / 1e9])  # standardized: fine
 
 
-# ------------------------------------------------ KCCA computation (issue #18)
+# --------------------------------------------------------- KCCA computation
 def _kcca_reference(Kp, Kq, n_components, eps):
-    """kcca_from_kernels as it was before issue #18, verbatim: one eigh per kernel
+    """kcca_from_kernels as it was first written, verbatim: one eigh per kernel
     and fit, the N x N roots S = V diag(sqrt(mu / (mu + eps))) V^T and
     A = V diag(1 / sqrt(mu (mu + eps))) V^T, the full SVD of S_p S_q, svd_flip."""
     from sklearn.utils.extmath import svd_flip

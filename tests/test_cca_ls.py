@@ -100,7 +100,7 @@ def test_rejects_bad_input(make_views, case, kw, match):
 
 
 def test_constant_view_is_named_whatever_its_mean(make_views):
-    """Issue #16: a constant view whose mean is not exactly representable (0.1)."""
+    """A constant view whose mean is not exactly representable (0.1)."""
     V, _ = make_views(n=30, dims=(3, 4, 5))
     for views in (
         [V[0], np.full((30, 2), 0.1), V[2]],

@@ -1,4 +1,4 @@
-"""Every published number recomputed from the committed per-fit rows (issue #34).
+"""Every published number recomputed from the committed per-fit rows.
 
 A complete published folder is built here as a run builds it, by the pipeline's own
 functions (gather_fits, the rows rule's write_rows, build_table, write_summary), from

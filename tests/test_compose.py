@@ -1,5 +1,5 @@
 """ViewSplitter in a scikit-learn Pipeline: ``set_output`` and
-``get_feature_names_out`` (issue #33, item 2).
+``get_feature_names_out``.
 
 ``Pipeline.set_output`` refused ViewSplitter ("set_output is not available") and
 ``pipe[:-1].get_feature_names_out()`` stopped at it; a transformer whose output is

@@ -1,4 +1,4 @@
-"""The configuration's files and folders, checked before any job (issue #28).
+"""The configuration's files and folders, checked before any job.
 
 - a key given twice in a YAML file is refused, naming the file, the key and the line
   (PyYAML, and so Snakemake, keeps the last one without a word);

@@ -1,4 +1,4 @@
-"""TCCA on Dask arrays (issue #32): the Dask fit equals the in-memory fit.
+"""TCCA on Dask arrays: the Dask fit equals the in-memory fit.
 
 Every test runs on a ``distributed.LocalCluster`` of two worker processes (module
 scope), so the tasks really are pickled, shipped and reduced across processes.

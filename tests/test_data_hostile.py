@@ -1,4 +1,4 @@
-"""A hostile or broken data folder (issue #28, "Reliability III", data layer).
+"""A hostile or broken data folder (the data layer).
 
 - Item 2: symbolic links planted at every temporary name under ``<root>/raw/`` and
   ``<root>/prepared/`` (beforehand, and by a thread racing the writers) never get

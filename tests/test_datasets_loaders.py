@@ -788,7 +788,7 @@ def test_nuswide_cache_follows_unpinned_inputs(tmp_path, monkeypatch):
 
 def test_nuswide_rar_extraction_never_follows_planted_links(tmp_path, monkeypatch):
     """The .rar's extraction folder and its final folder, planted as symbolic links
-    to a folder outside (issue #28): replaced, never written through or emptied."""
+    to a folder outside: replaced, never written through or emptied."""
     L, F = nus_labels(), nus_features()
     staging = tmp_path / "staging"
     write_nuswide(staging, L, F)

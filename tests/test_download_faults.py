@@ -1,4 +1,4 @@
-"""Download faults, each through the whole data-set loader (issue #8, "Reliability").
+"""Download faults, each through the whole data-set loader.
 
 Five faults: a truncated file, a wrong checksum, an HTML error page instead of the
 archive, an unreachable host, an archive with a path-traversal member (``../x``). For
@@ -326,7 +326,7 @@ def test_path_traversal_archive(server, monkeypatch, sandbox, member):
     assert not list(root.parent.parent.rglob("x"))
 
 
-# -------------------------------------------- full disk, size limits (issue #16)
+# ------------------------------------------------------ full disk, size limits
 
 
 class _FullDisk:
@@ -502,7 +502,7 @@ def test_registry_sizes_match_the_pinned_files():
     assert all(f.size for f in mfeat.FILES)
 
 
-# ---------------------------------- read-only and corrupted prepared data (issue #16)
+# ---------------------------------------- read-only and corrupted prepared data
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""investigations/equal_tuning.py and variance.py on hand-built fit rows (issue #19).
+"""investigations/equal_tuning.py and variance.py on hand-built fit rows.
 
 The rows are built so that the right answer is known without the scripts: which eps
 validation must pick, what the mean over the draws is, and which side of zero a
@@ -217,7 +217,7 @@ def test_variance_intervals_and_paired_differences(tmp_path, variance):
         variance.build(pub, draws)
 
 
-# ------------------------------------------- the tests redone from the record (#34)
+# ------------------------------------------------ the tests redone from the record
 
 
 def _record(rows):
@@ -287,7 +287,7 @@ def test_variance_comparable_is_an_equivalence_test(variance):
     )
 
 
-# ---------------------------------------------- equal tuning over 30 draws (#34)
+# --------------------------------------------------- equal tuning over 30 draws
 
 
 def _draw_rows(method, splits, eps, val, test):

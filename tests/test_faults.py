@@ -1,4 +1,4 @@
-"""Faults of the library and of the workflow scripts (issue #8, "Reliability").
+"""Faults of the library and of the workflow scripts.
 
 - a fit that would need an explicit moment tensor larger than allowed refuses before
   allocating anything large, naming the size and the cheaper (implicit) route;
@@ -170,7 +170,7 @@ def _pickle_uses(tree: ast.AST) -> list[str]:
 
 
 def test_no_unpickling_anywhere_in_the_code():
-    """Nothing is ever unpickled, without exceptions (issue #16): no module of src/
+    """Nothing is ever unpickled, without exceptions: no module of src/
     or workflow/ imports pickle, joblib, dill, cloudpickle or shelve, and every
     np.load passes allow_pickle=False. The fit cache stores .npz + JSON."""
     files = [*(REPO / "src").rglob("*.py"), *(REPO / "workflow").rglob("*.py")]
@@ -323,7 +323,7 @@ def test_atomic_rule_catches(source):
     assert not _unsafe_writes(ast.parse("df.to_csv(part)\nopen(part, 'w')"))
 
 
-# ---------------------------------------------- callable kernels (issue #16, low)
+# --------------------------------------------------------------- callable kernels
 
 
 def _kernel_bad_at_transform(bad):

@@ -1,4 +1,4 @@
-"""The pipeline's figures (issue #33): every panel shows all of its data, the
+"""The pipeline's figures: every panel shows all of its data, the
 paper's value is drawn where the paper gives one, and the figures say what their
 bands and memory mean.
 
@@ -93,7 +93,7 @@ COLUMNS = [{"setting": "n300", "label": "N = 300"},
 
 
 def test_every_panel_shows_all_of_its_data(tmp_path, saved):
-    """The issue's case: the N = 600 panel's r goes to 100, N = 300's to 40."""
+    """Grids that differ by column: N = 600's r goes to 100, N = 300's to 40."""
     runs = _runs(GRIDS)
     reporting.plot_accuracy(reporting.accuracy_curves(runs), COLUMNS,
                             [tmp_path / "acc.png"], title="t")  # fmt: skip

@@ -1,6 +1,6 @@
 """FitCache: run_method's fits shared through a folder (between processes, settings).
 
-Entries hold data only (issue #16): every value the protocol caches comes back
+Entries hold data only: every value the protocol caches comes back
 bitwise identical, and a crafted cache folder (pickles, copied entries, FIFOs,
 foreign class names, compressed members) runs nothing, writes nothing and is
 refitted.

@@ -1,4 +1,4 @@
-"""The at-a-glance figure (issue #34, item 8): marks, intervals and axes."""
+"""The at-a-glance figure: marks, intervals and axes."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""investigations/grid_edges.py on synthetic fit rows and summaries (issue #34, item 7)."""
+"""investigations/grid_edges.py on synthetic fit rows and summaries."""
 
 import copy
 import json

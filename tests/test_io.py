@@ -1,6 +1,6 @@
 """tcca_core._io.atomic_write: temporary files written only through their descriptor.
 
-Issue #28, item 1: a name handed out to be reopened lets anyone who can write the
+Why: a name handed out to be reopened lets anyone who can write the
 folder swap the temporary file for a symbolic link in between, and the write then
 lands outside the folder.
 """

@@ -198,7 +198,7 @@ def test_path_equals_independent_fits(rng):
 
 def test_centered_cross_kernels_serve_every_rank_and_eps(rng):
     # The pipeline centers the cross kernels of a job once and projects every rank
-    # of every eps with them (issue #31): that must equal each fit's own transform,
+    # of every eps with them: that must equal each fit's own transform,
     # bit for bit, because centering depends on the training kernels only.
     views = _views(rng, (3, 4, 5), 25)
     new = _views(rng, (3, 4, 5), 7)

@@ -1,4 +1,4 @@
-"""scikit-learn model selection for the multi-view estimators (issue #17, part A).
+"""scikit-learn model selection for the multi-view estimators.
 
 - ``score``: the mean correlation of the fitted components on the given views
   (tcca_core._multiview), checked against direct formulas;
@@ -190,7 +190,7 @@ def test_set_output_polars():
 
 
 def test_sklearn_on_a_list_of_views_fails_and_ours_works():
-    """The symptom of issue #17: scikit-learn takes the list of views for samples."""
+    """Plain scikit-learn takes the list of views for samples; ours takes views."""
     views = skewed_views()
     y = np.zeros(150)
     with pytest.raises(
@@ -448,7 +448,7 @@ def test_demo_runs_and_says_what_its_numbers_mean(capsys):
 
 
 def test_a_small_grid_search_raises_no_warning_where_the_fits_are_fine():
-    """Issue #33: a 28-fit grid search on toy data (three views of 300 samples with a
+    """A 28-fit grid search on toy data (three views of 300 samples with a
     shared 2-D signal, as benchmarks/toy_gridsearch.py) raised 3 ConvergenceWarnings
     where cca-zoo raised none. Every fit here reaches the stopping rule."""
     rng = np.random.default_rng(0)

@@ -1,5 +1,5 @@
 """investigations/nuswide_cost.py: the scaling and the packing behind REPRODUCTION.md's
-NUS-WIDE estimate (issue #19), and its report from measured jobs."""
+NUS-WIDE estimate, and its report from measured jobs."""
 
 import json
 

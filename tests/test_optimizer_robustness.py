@@ -1,4 +1,4 @@
-"""investigations/optimizer_robustness.py on small real fit results (issue #19)."""
+"""investigations/optimizer_robustness.py on small real fit results."""
 
 import json
 import shutil

@@ -1,7 +1,6 @@
-"""Packaging metadata (issue #17, B): LICENSE, CITATION.cff, py.typed and an
+"""Packaging metadata: LICENSE, CITATION.cff, py.typed and an
 environment.yml that matches pyproject.toml; the `tcca` import alias and the pinned
-environment: lock file, conda environment, Dockerfile, lock digest in the summary
-(issue #33)."""
+environment: lock file, conda environment, Dockerfile, lock digest in the summary."""
 
 from __future__ import annotations
 
@@ -97,7 +96,7 @@ def test_py_typed_ships():
     assert "py.typed" in package_data["tcca_core"]
 
 
-# ------------------------------------------------ the import names (issue #33, item 4)
+# -------------------------------------------------------------- the import names
 # These three need neither the repository's files nor Snakemake: CI runs them against
 # the installed wheel too (.ci/run).
 
@@ -191,7 +190,7 @@ def test_datasets_command_line_answers_help():
     assert "usage:" in res.stdout
 
 
-# ------------------------------------------ the pinned environment (issue #33, item 5)
+# -------------------------------------------------------- the pinned environment
 
 LOCK = ROOT / "requirements" / "lock.txt"
 

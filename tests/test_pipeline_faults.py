@@ -1,4 +1,4 @@
-"""Faults of the Snakemake pipeline (issue #8, "Reliability").
+"""Faults of the Snakemake pipeline.
 
 - a bad configuration (unknown key, wrong type, empty grid, r above what the methods
   allow, unknown method, unknown data set, ...) is rejected before any job runs, with
@@ -105,20 +105,20 @@ def _schema_faults(cfg):
     _setting(cfg)["methods"].update(tcca2={})
 
 
-def _issue16_schema(cfg):
-    """Values the schema lets through before issue #16, reported together."""
+def _schema_limits(cfg):
+    """Values within the schema's types but outside its limits, reported together."""
     cfg.update(data_root="", mirror=" ", n_splits=1_000_000, val_fraction=0.999)
     _setting(cfg)["views"] = ["bow"]
 
 
 def _bad_folders(cfg):
-    """Folders that cannot be used (issue #28), reported together."""
+    """Folders that cannot be used, reported together."""
     cfg.update(data_root="/", fit_cache="results/tables/cache", mirror="no/such/mirror")
 
 
-def _issue16_values(cfg):
+def _late_values(cfg):
     """Values that failed later with a bare exception (IndexError, KeyError) or were
-    accepted silently, before issue #16: every one reported, one line each."""
+    accepted silently: every one reported, one line each."""
     _setting(cfg).update(views=[0, 17], pool="validation")
     _setting(cfg, "kernel2")["subset"] = 10**9
     cfg["tables"]["nuswide_linear"]["paper"] = "nuswide_linaer"
@@ -149,14 +149,14 @@ BAD_CONFIGS = [
     ("unknown-load-option", lambda c: c["datasets"]["nuswide"].update(load={"split_sed": 1}), ("invalid config: datasets.nuswide.load.split_sed: unknown option",), False),
     ("n_labeled-and-per_class", _both_label_counts, (f"invalid config: {K}: give exactly one of n_labeled, per_class",), False),
     ("pending-unknown-dataset", lambda c: c.update(pending={"nuswid": "later"}), ("invalid config: pending.nuswid: not a data set of this configuration",), False),
-    ("issue16-schema", _issue16_schema, (
+    ("schema-limits", _schema_limits, (
         "invalid config: data_root: must not be empty (got '')",
         "invalid config: mirror: must be a folder name, got ' '",
         "invalid config: n_splits: must be at most 100, got 1000000",
         "invalid config: val_fraction: must be at most 0.95, got 0.999",
         f"invalid config: {K}.views: needs at least 2 views, got 1 (['bow'])",
     ), True),
-    ("issue16-values", _issue16_values, (
+    ("late-values", _late_values, (
         f"invalid config: {K}.views: position 17 is out of range: the data set has 3 views (positions 0 to 2)",
         f"invalid config: {K}.pool: data set 'nuswide' has no part 'validation' (it has 'train', 'test')",
         "invalid config: datasets.nuswide.settings.kernel2.subset: 1000000000 is above the 269648 rows of nuswide",
@@ -619,7 +619,7 @@ def _with_bad_ads(work: Path, bad: str, **keys) -> Path:
     ads = work / "mirror" / "ads"
     ads.mkdir()
     data = gzip.compress(b"1,2,3,ad.\n" * 200)
-    # truncated (as in issue #28), or whole but not the pinned file
+    # truncated (as an interrupted download leaves it), or whole but not the pinned file
     (ads / "ad.data.gz").write_bytes(
         data[: len(data) // 2] if bad == "truncated" else data
     )
@@ -681,7 +681,7 @@ def test_a_dataset_found_bad_when_prepared_fails_a_strict_run(tmp_path):
     ]
 
 
-# ------------------------------------------- value checks without the data (issue #16)
+# -------------------------------------------------- value checks without the data
 
 
 def _mfeat_config(**setting):

@@ -162,7 +162,7 @@ def test_table_from_runs_keyed_by_setting_and_method(where):
     assert list(pd.read_csv(out["csv"])["Method"]) == ["BSF", "TCCA"]
 
 
-# ------------------------------------------------- data that cannot be had (#17)
+# ------------------------------------------------------ data that cannot be had
 
 
 def _unavailable(*args, **kwargs):

@@ -1,4 +1,4 @@
-"""A method is one plug-in: a runner and one ``register`` call (issue #30, item 1).
+"""A method is one plug-in: a runner and one ``register`` call.
 
 The toy method below is added the way docs/architecture.md says, with nothing else
 edited: its runner yields ``Fit`` units (a features-only fit and the representation

@@ -1,4 +1,4 @@
-"""Property-based tests: bad or awkward input never gives silent garbage (issue #8).
+"""Property-based tests: bad or awkward input never gives silent garbage.
 
 For every estimator and any input drawn below (m = 2..6 views, tiny N, float32/64,
 int, bool, dense, CSR, CSC or nested lists, NaN/inf, constant or duplicated columns,

@@ -585,7 +585,7 @@ def test_each_learner_is_evaluated_over_its_own_grid(data):
 
 def test_the_registry_s_learner_grids_are_what_runs(data, monkeypatch):
     """Changing a learner's grid in the registry (docs/architecture.md's place for
-    it) changes the rows: no default of run_method overrides it (issue #30)."""
+    it) changes the rows: no default of run_method overrides it."""
     import dataclasses
 
     from tcca_core import registry
@@ -616,7 +616,7 @@ def test_select_prefers_the_larger_gamma_on_a_tie():
 @pytest.mark.parametrize("pair", [("cca_bst", "cca_avg"), ("kcca_bst", "kcca_avg")])
 def test_bst_and_avg_share_their_pair_fits(data, pair, fit_calls):
     """CCA/KCCA (AVG) fits the very pairs of (BST): with one cache it refits none,
-    and its accuracies equal those of an uncached run (issue #18)."""
+    and its accuracies equal those of an uncached run."""
     views, y, splits = data
     s = splits[0]
     bst, avg = pair
@@ -634,7 +634,7 @@ def test_bst_and_avg_share_their_pair_fits(data, pair, fit_calls):
 
 def test_kcca_runner_asks_for_the_grid_s_components_only(rng):
     """The runner's KCCA returns the largest r of the grid (the top-r route), the
-    same leading components as the full solution (issue #18)."""
+    same leading components as the full solution."""
     from tcca_core.baselines._cca import KCCA
     from tcca_core.protocol.runners import _kcca_components
 
@@ -664,8 +664,8 @@ def test_kcca_runner_asks_for_the_grid_s_components_only(rng):
 
 @pytest.mark.parametrize("method", ["tcca", "ktcca"])
 def test_solver_start_options_reach_the_path(data, method, monkeypatch):
-    """warm_start and n_init are options of the TCCA/KTCCA grid points (issue #19's
-    robustness overlays): they reach fit_path and are recorded in the params."""
+    """warm_start and n_init are options of the TCCA/KTCCA grid points (the robustness
+    overlays use them): they reach fit_path and are recorded in the params."""
     from tcca_core import KTCCA, TCCA
 
     views, y, splits = data
@@ -687,7 +687,7 @@ def test_solver_start_options_reach_the_path(data, method, monkeypatch):
 
 def test_the_runner_contract_stands_apart_from_run_method():
     """Runners import the contract (protocol.plugin), which knows nothing of
-    run_method's machinery; the old homes of its names still import (issue #30)."""
+    run_method's machinery; the old homes of its names still import."""
     import ast
     from pathlib import Path
 

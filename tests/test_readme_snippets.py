@@ -1,4 +1,4 @@
-"""README.md's code runs as written (issue #33, item 2).
+"""README.md's code runs as written.
 
 The block after the marker ``<!-- test: pipeline-snippet ... -->`` in README.md is
 read from the file and run verbatim, so the README and this test cannot drift

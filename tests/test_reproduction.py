@@ -267,7 +267,7 @@ def test_settings_with_their_own_r_grid_are_named(summary):
     assert "linear4" not in text.split("## Tables")[0]
 
 
-# ------------------------------------------------- the investigations' prose (#19)
+# ------------------------------------------------------ the investigations' prose
 
 REPO = Path(__file__).resolve().parents[1]
 SUMMARY = REPO / "results" / "summary.json"
@@ -490,7 +490,7 @@ def test_robustness_prose_matches_its_table():
 
 
 def test_investigations_follow_the_summary():
-    """The sentences issue #19 found stale read the summary, and move with it."""
+    """The sentences that once went stale read the summary, and move with it."""
     text = _one_line(_rendered_investigations())
     assert "**[?:" not in text
     s = _real_summary()
@@ -498,12 +498,12 @@ def test_investigations_follow_the_summary():
     def diff(method):
         return _summary_value(s, "ads", "l100", method, "diff")
 
-    # Ads: BSF's distance to the paper (-1.53 when issue #19 found "within 1 point")
+    # Ads: BSF's distance to the paper (-1.53 where the text once said "within 1 point")
     assert (
         f"BSF and CAT are within the paper's 2 std (BSF {diff('bsf'):+.2f} points"
         in text
     )
-    # Ads: the reductions' range (issue #19 found "3 to 7 points below")
+    # Ads: the reductions' range (the text once said "3 to 7 points below")
     reductions = ("cca_bst", "cca_avg", "cca_ls", "dse", "ssmvd", "tcca")
     hi = max(reductions, key=diff)
     lo = min(reductions, key=diff)
@@ -511,7 +511,7 @@ def test_investigations_follow_the_summary():
         f"lands below the paper, from {diff(hi):+.2f} ({METHODS[hi].label}) to "
         f"{diff(lo):+.2f} ({METHODS[lo].label}) points"
     ) in text
-    # DSE/SSMVD on Ads (issue #19 found "6 to 7 points below")
+    # DSE/SSMVD on Ads (the text once said "6 to 7 points below")
     assert f"(DSE {diff('dse'):+.2f}, SSMVD {diff('ssmvd'):+.2f} points)" in text
     # centered and raw views do not "coincide" for CCA-LS: 64.44 vs 65.39
     assert "CCA-LS 64.44 ± 1.82 centered, 65.39 ± 1.12 raw" in text
@@ -546,7 +546,7 @@ def test_reproduction_md_is_what_the_generator_writes(tmp_path):
     )
 
 
-# ----------------------------------------------------- post hoc, NUS-WIDE (#19)
+# ---------------------------------------------------------- post hoc, NUS-WIDE
 
 
 def test_post_hoc_variant_is_apart_from_the_tables_and_the_verdicts(summary):
@@ -638,7 +638,7 @@ def test_nuswide_section_says_what_to_run_and_how_long():
     assert "TCCA the same plus ALS sweeps of O(N r sum d)" in section
 
 
-# ------------------------------------------------ REPRODUCTION.md is not stale (#34)
+# ----------------------------------------------------- REPRODUCTION.md is not stale
 
 
 def test_reproduction_md_is_what_the_committed_results_and_notes_give():

@@ -1,5 +1,5 @@
 """REPRODUCTION.md's tests beside the 2-std flag, its computed verdict sentences and
-its index of docs/deviations.md (issue #34).
+its index of docs/deviations.md.
 
 Each verdict is checked against an independent computation (scipy on the same
 summaries, counting by hand) and on small data where it flips.

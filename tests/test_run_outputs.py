@@ -1,4 +1,4 @@
-"""Where a run writes, and a run that cannot fail on one missing source (issue #17).
+"""Where a run writes, and a run that cannot fail on one missing source.
 
 - the folder of a run (``tcca_core.pipeline.config.run_location``): the full
   configuration writes the published ``results/`` and REPRODUCTION.md; any other

@@ -1,4 +1,4 @@
-"""Solver quality against mathematics (issue 14; the full battery is
+"""Solver quality against mathematics (the full battery is
 benchmarks/solver_quality.py).
 
 * two views: TCCA's rank-r result is the top r regularized canonical correlations,
@@ -200,8 +200,8 @@ def test_a_capped_warm_path_stays_near_uncapped_standalone_fits(rng):
 @pytest.mark.parametrize("algorithm", ["dense", "implicit"])
 def test_a_rank_path_computes_the_hosvd_once(rng, monkeypatch, algorithm):
     """The exact HOSVD's bases do not depend on the rank: a path eigendecomposes
-    the mode Gram matrices once (issue #18: KTCCA on 2,000 samples spent half its
-    time repeating them), and every rank still equals its standalone fit."""
+    the mode Gram matrices once (repeating them would cost KTCCA on 2,000 samples half
+    its time), and every rank still equals its standalone fit."""
     import tcca_core.solver.als as als
 
     calls = []
@@ -438,7 +438,8 @@ def _scaled(factors, spread):
 def test_an_als_update_does_not_depend_on_column_scales(rng):
     """The r x r solve of an update, on factors whose columns are scaled apart as
     a degenerate fit scales them (Ads, raw views: norms 1e-20 and 5e15): the update
-    of the unscaled factors, rescaled, to rounding (issue: 81 % off before)."""
+    of the unscaled factors, rescaled, to rounding (an unscaled solve is 81 % off
+    here)."""
     views = _planted(rng, N=800, dims=(9, 8, 7))
     _, mttkrp, norm_sq = _whitened_moments(views)
     U = [np.linalg.qr(rng.standard_normal((d, 6)))[0] for d in (9, 8, 7)]

@@ -271,7 +271,7 @@ def test_max_iter_reached_gives_convergence_warning(rng):
         SSMVD(3, lambda1=0.1, lambda2=0.1, max_iter=1, random_state=0).fit(views)
 
 
-# ----------------------------------------------- Procrustes step (issue #18)
+# ----------------------------------------------------------- Procrustes step
 def _polar_svd(M):
     """The previous B-step: thin SVD M = U S V^T, polar factor U V^T."""
     U, _, Vt = np.linalg.svd(M, full_matrices=False)

@@ -1,5 +1,5 @@
 """The line naming a data set that cannot be had ("Skipping data set nuswide: ... its
-host is gone ...", issue #33, item 9) is printed when a real run starts, once, and
+host is gone ...") is printed when a real run starts, once, and
 not by `snakemake --lint` nor by a dry run (-n): Snakemake's ``onstart`` handler
 prints it (workflow/rules/common.smk, skip_notices)."""
 

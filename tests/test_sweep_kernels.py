@@ -1,4 +1,4 @@
-"""The fused, cached MTTKRP of the implicit engine against a dense reference (issue #31).
+"""The fused, cached MTTKRP of the implicit engine against a dense reference.
 
 :meth:`ImplicitMoment.mttkrp` makes the projections Y_q U_q block by block, keeps
 them between calls, combines the known ones for the line search's jumps and runs

@@ -333,7 +333,7 @@ def test_e2e_rerun_is_deterministic(e2e):
 
 def test_defaults_written_out_rerun_nothing(e2e, tmp_path):
     """A finished run stays finished when the configuration spells out optional keys
-    with their default values: every job's parameters are canonical (issue #30)."""
+    with their default values: every job's parameters are canonical."""
     overlay = tmp_path / "defaults.yaml"
     setting = {"kernel": "l2", "same_as": {}}
     overlay.write_text(
@@ -398,7 +398,7 @@ def test_a_fresh_clone_dry_run_says_why_it_shows_only_downloads(tmp_path):
     assert "`snakemake -n full` lists every job" in out
 
 
-# ------------------------------------------------- adding a method (issue #15)
+# ------------------------------------------------------------ adding a method
 
 TOY_RUNNER = '''
 """A toy method: the first r columns of a fixed random projection of the views."""

@@ -29,7 +29,7 @@ __getattr__, __dir__ = lazy_attributes(
         "TCCA": "._tcca",
         "tcca": "._tcca",
         "tcca_path": "._tcca",
-        # scikit-learn model selection on lists of views (issue #17)
+        # scikit-learn model selection on lists of views
         "MultiViewAdapter": ".compose",
         "ViewSplitter": ".compose",
         "stack_views": ".compose",

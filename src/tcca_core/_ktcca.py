@@ -337,7 +337,7 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
         They depend on the training kernels and centering statistics only, which
         every rank (and every eps) of one fit on the same kernels shares, so the
         pipeline computes them once for a whole rank path and calls
-        :meth:`_project` per rank (issue #31: centering was 37 % of an mfeat
+        :meth:`_project` per rank (centering would otherwise be 37 % of an mfeat
         kernel2000 split's evaluation, repeated 200 times).
         """
         from sklearn.utils.validation import check_is_fitted

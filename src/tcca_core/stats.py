@@ -1,4 +1,4 @@
-"""Small statistical tests for comparing accuracies (issue #34, "Statistics").
+"""Small statistical tests for comparing accuracies.
 
 The reproduction compares our accuracies with the paper's and methods with each
 other, over a handful of random draws of the labeled set. These functions are the

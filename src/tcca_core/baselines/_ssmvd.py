@@ -192,7 +192,7 @@ _POLAR_GRAM_MIN_RATIO = 1e-4
 
 
 def _polar_svd(M: np.ndarray) -> np.ndarray:
-    """``U V^T`` from the thin SVD ``M = U S V^T`` (the B-step before issue #18)."""
+    """``U V^T`` from the thin SVD ``M = U S V^T`` (the SVD route)."""
     U, _, Vt = svd(M)
     return U @ Vt
 

@@ -1,4 +1,4 @@
-"""Every published number, recomputed from the committed per-fit rows (issue #34).
+"""Every published number, recomputed from the committed per-fit rows.
 
 ``python -m tcca_core.pipeline.published --check`` (or ``snakemake --cores 1
 check_published``) rebuilds, in a temporary folder, what the pipeline built from

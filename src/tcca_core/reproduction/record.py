@@ -3,8 +3,8 @@
 ``docs/deviations.md`` is the repository's one record of every departure from the
 paper's protocol and every decision the paper leaves open (entries **D-1**, **D-2**,
 ...; each with the paper's words, ours, why, *Where* it is implemented and its
-*Effect*). REPRODUCTION.md does not repeat it: it shows an index generated from it
-(issue #34, Build 6), one row per entry with its kind, its title, where it is
+*Effect*). REPRODUCTION.md does not repeat it: it shows an index generated from it,
+one row per entry with its kind, its title, where it is
 implemented and whether its effect was measured, linked to the measurement. The
 numbers stay in the record; the index has none of its own.
 

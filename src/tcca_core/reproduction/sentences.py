@@ -1,4 +1,4 @@
-"""Sentences of the investigations whose words follow from the data (issue #34).
+"""Sentences of the investigations whose words follow from the data.
 
 A sentence that carries a verdict ("near the majority rate", "a stronger ridge", "on
 the paper's grid") must not be typed by hand: it is a function of the summary or of

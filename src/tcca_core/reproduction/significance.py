@@ -1,7 +1,7 @@
 """Our cells against the paper's: the 2-std flag, Welch's test and Hedges' g.
 
 The flag of the tables (:func:`~.summary.outside_paper`) reads only the paper's spread.
-Beside it (issue #34), each cell with a paper number gets Welch's two-sample t test of
+Beside it, each cell with a paper number gets Welch's two-sample t test of
 our splits against the paper's 5 (each with its own std), Holm's adjustment over the
 family of cells compared, and Hedges' g, the difference in pooled stds. The tests
 are :mod:`tcca_core.stats`; this module only picks the cells and counts the verdicts.
