@@ -184,6 +184,8 @@ class _NoDocstrings(ast.NodeTransformer):
                 ]
                 if not kept and not isinstance(node, ast.Module):
                     kept, self.inserted = [ast.Pass()], True
+                elif not kept:  # a module of a docstring only: left as it is too
+                    self.inserted = True
                 setattr(node, name, kept)
         return node
 

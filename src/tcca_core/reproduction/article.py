@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from .._io import atomic_write, atomic_write_text
 from ..paper import PAPER_TABLES
 from ..registry import METHODS
 from ..reporting import READINGS, format_pm, method_label
@@ -393,18 +394,23 @@ def build(root: str | os.PathLike, out: str | os.PathLike | None = None) -> Path
         # a copy of the repository's layout: <dest>/../results/figures, the sources
         dest.mkdir(parents=True, exist_ok=True)
         for name in (SOURCE, TEMPLATE):
-            (dest / name).write_bytes((src / name).read_bytes())
+            _write_bytes(dest / name, (src / name).read_bytes())
         figs = dest.parent / "results" / "figures"
-        figs.mkdir(parents=True, exist_ok=True)
         fig = root / "results" / "figures" / "at_a_glance.png"
-        (figs / fig.name).write_bytes(fig.read_bytes())
-    (dest / "data.json").write_text(
-        json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+        _write_bytes(figs / fig.name, fig.read_bytes())
+    atomic_write_text(
+        dest / "data.json", json.dumps(data, indent=1, ensure_ascii=False) + "\n"
     )
     meta = yaml.safe_dump(metadata(root, data), sort_keys=False, allow_unicode=True)
-    (dest / "metadata.yaml").write_text(meta)
-    (dest / "article.pdf").write_bytes(_compile(dest))
+    atomic_write_text(dest / "metadata.yaml", meta)
+    _write_bytes(dest / "article.pdf", _compile(dest))
     return dest
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (no partial file if killed)."""
+    with atomic_write(path) as fh:
+        fh.write(data)
 
 
 def differences(root: str | os.PathLike) -> list[str]:
