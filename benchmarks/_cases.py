@@ -28,10 +28,10 @@ CASES = {
     c.name: c
     for c in [
         # SecStr: 3 views of 5 positions x 21 amino acids, one-hot; N = 84K labelled
-        # samples given as a dense array (as the issue specifies) ...
+        # samples given as a dense array ...
         Case("secstr-r50", "tcca", 84_000, (105, 105, 105), 50, "onehot", False),
         Case("secstr-r300", "tcca", 84_000, (105, 105, 105), 300, "onehot", False),
-        # ... the same shape with dense Gaussian views (issue #31: where building the
+        # ... the same shape with dense Gaussian views (where building the
         # tensor alone bounds every route) ...
         Case("secstr-dense-r50", "tcca", 84_000, (105, 105, 105), 50, "dense", False),
         # ... and with the extra unlabelled set (1.3M samples), one-hot sparse.
@@ -62,7 +62,7 @@ CASES = {
     ]
 }
 
-#: The cases run by default (the issue's shapes).
+#: The cases run by default (the paper's shapes).
 DEFAULT = [name for name in CASES if not name.startswith("smoke")]
 
 

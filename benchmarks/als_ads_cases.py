@@ -1,4 +1,4 @@
-"""Issue #29's two Ads cases of ALS breakdown, before and after the Solver II fix.
+"""The two Ads cases of ALS breakdown, before and after the Solver II fix.
 
 Before the ALS solves were made scale-invariant (commit a823328), two TCCA fits on
 Ads' raw (uncentered) views broke down: the relative reconstruction error fell to a
@@ -59,7 +59,7 @@ import warnings
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-#: The two cases of issue #29: split, rank, TCCA options, the acceptance bound on the
+#: The two cases: split, rank, TCCA options, the acceptance bound on the
 #: final error and what the shipped solver did.
 CASES = {
     "A": {

@@ -1,8 +1,8 @@
-"""Before/after speed of the baselines changed for issue #18 (SSMVD, KCCA), and DSE.
+"""Before/after speed of the baselines made faster (SSMVD, KCCA), and DSE.
 
 Each case runs the same reduced workload twice, in fresh subprocesses: once on the
 library as it was at ``--before`` (default ``d0f0c0e``, the last commit before the
-issue #18 library changes; extracted with ``git archive`` into a temporary folder)
+library changes to them; extracted with ``git archive`` into a temporary folder)
 and once on this working tree. It prints wall and CPU seconds of the workload alone
 (imports and data loading excluded) and the largest difference between the two
 outputs, so a speed-up that changed results shows at once.

@@ -1,4 +1,4 @@
-"""TCCA on Dask (issue #32): out-of-core sweeps against their bounds, and overhead.
+"""TCCA on Dask: out-of-core sweeps against their bounds, and overhead.
 
 Two parts, each printing a Markdown table (``--out`` writes them to a file):
 

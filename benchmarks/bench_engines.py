@@ -80,7 +80,7 @@ def _env(threads: int) -> dict:
     return env
 
 
-#: Cases whose auto engine may take longer than --time-s (the issue: "in minutes").
+#: Cases whose auto engine may take longer than --time-s (the target: "in minutes").
 LONG_CASES = {"ktcca-5597": 900.0}
 
 

@@ -13,7 +13,7 @@ difference of the means, and a verdict:
 * ``only before`` / ``only after``: a method one run did not run (e.g. a post hoc
   method left out of the default run).
 
-Issue #18 asks for exactly this after a performance change: tables identical for
+What a performance change must show: tables identical for
 every method whose algorithm did not change, and within the selection noise for
 those that did, shown side by side.
 

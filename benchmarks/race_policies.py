@@ -9,7 +9,7 @@ these trajectories: its cost is the sweeps it runs in all (in units of the HOSVD
 start's own fit), its result the final error of the start it keeps, and its gap
 that error's distance to the best of the 12 starts.
 
-Policies: ``old``, the race before issue #31 (successive halving of 10 starts in
+Policies: ``old``, the race before the current one (successive halving of 10 starts in
 bursts of 10, 20, 40 ... sweeps); ``new``, the race now (:data:`RACE_HEAT` sweeps
 for all 10 starts, the best :data:`RACE_FINALISTS` twice as long, the better to
 the stopping rule); the HOSVD start alone.

@@ -1,4 +1,4 @@
-"""One ALS sweep of the implicit engine against DGEMM, one BLAS thread (issue #31).
+"""One ALS sweep of the implicit engine against DGEMM, one BLAS thread.
 
 For each case (synthetic data with the paper's shapes, ``benchmarks/_cases.py``),
 whitened as :func:`tcca_core.tcca_path` does (column means, ``covariance``,
@@ -21,7 +21,7 @@ times, per rank:
   the BLAS makes of these skinny shapes, the floor of any sweep built on them.
 
 GFLOP/s is the useful work over the time; ``x ref`` is time / reference time (how many
-times slower than the reference the sweep runs: the issue's target is 2 at r >= 50).
+times slower than the reference the sweep runs: the target is 2 at r >= 50).
 Times are process CPU seconds (``time.process_time``; one BLAS thread, so that is the
 time on a core) as well as wall seconds: the machine may be shared with other jobs, so
 each repetition runs every measurement of a case in turn (ABAB...), the order

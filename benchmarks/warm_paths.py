@@ -1,4 +1,4 @@
-"""Rank paths cold and warm-started: sweeps, seconds and errors (issue #31).
+"""Rank paths cold and warm-started: sweeps, seconds and errors.
 
 A grid job fits TCCA at every rank of the paper's grid (35 ranks, 5 to 300). Cold,
 each rank is a standalone fit (its own starts, raced); warm-started

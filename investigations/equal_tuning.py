@@ -1,4 +1,4 @@
-"""Equal tuning: eps chosen on validation for every linear method (issue #19, item 1).
+"""Equal tuning: eps chosen on validation for every linear method.
 
 The paper fixes the ridge eps = 1e-2 on SecStr and Ads for every CCA-based method
 (taken from Foster et al.); the published tables follow it. Does TCCA still beat the
@@ -19,7 +19,7 @@ cells with the same checks as REPRODUCTION.md (:data:`tcca_core.reproduction.CLA
 A column where one of the tuned paper methods was not run is left out of the
 verdicts (and said so).
 
-Over 30 draws (issue #34): 5 splits give the central comparison, TCCA against each
+Over 30 draws: 5 splits give the central comparison, TCCA against each
 CCA method under equal tuning, no interval. Where the draws have been fitted
 (``investigations/configs/equal_tuning_draws30.yaml``: the other eps values on draws
 5-29; eps = 1e-2 there comes from ``results/draws30/``, the variance investigation's

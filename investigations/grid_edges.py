@@ -1,4 +1,4 @@
-"""Grid edges: the cells past the ends of their grids (issue #34, item 7).
+"""Grid edges: the cells past the ends of their grids.
 
 **Ranks below the paper's grid.** On SecStr the CCA family picks r = 5, the smallest
 rank of the paper's grid, in every split; nothing said what r < 5 gives. The cells

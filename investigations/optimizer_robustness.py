@@ -1,4 +1,4 @@
-"""Optimizer robustness of the TCCA/KTCCA cells (issue #19, item 2).
+"""Optimizer robustness of the TCCA/KTCCA cells.
 
 Does a TCCA/KTCCA cell of the tables depend on how the CP decomposition was started?
 Each variant refits the cell through the pipeline's own fit jobs, with one solver

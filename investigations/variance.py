@@ -1,4 +1,4 @@
-"""Variance: the headline cells over 30 random draws (issue #19, item 3).
+"""Variance: the headline cells over 30 random draws.
 
 The paper averages 5 draws of the labeled set; its +- numbers (Ads TCCA +- 0.27) are
 then a fragile measure of the spread, and its "A beats B" claims rest on differences
@@ -17,7 +17,7 @@ Per cell: the number of draws, mean +- std, the 95 % confidence interval of the 
 the paper that compares two methods, the paired difference over the draws both have
 (the same labeled sets), its 95 % interval and paired t test, and what the interval
 says: A above B, A below B, or not resolved (0 inside); beside them the same family
-adjusted for its number of comparisons (issue #34): Holm's p-values, simultaneous
+adjusted for its number of comparisons: Holm's p-values, simultaneous
 (Bonferroni) 95 % intervals and what is still resolved after Holm. "CAT is comparable
 to BSF" is an equivalence test (TOST) within +- :data:`MARGIN` accuracy points. A
 cell whose draws are not all run says how many it has.

@@ -1,11 +1,15 @@
 """No issue numbers in the code, the tests or the manuals; they belong in commit messages.
 
+The code is the library and its tests, and also the benchmarks, the investigations'
+scripts and overlays, the examples, the workflow, the CI scripts and the packaging;
+not ``investigations/results/``, published outputs that stay as they were written.
+
 A reference is ``issue`` (or ``issues``, ``PR``) followed by ``#`` and digits, or a bare
 ``#`` and one or two digits standing alone in prose (``(#NN)``, ``issues #NN and
 #NN``).
 Not references: colours (``#fff``, ``#1f77b4``, three or more digits), Markdown
 headings (``## Title``), HTML character references (``&#38;``), URL fragments
-(``page#12``) and comments (``# 1``).
+(``page#12``), comments (``# 1``) and file names (``engines_issue31.csv``).
 """
 
 from __future__ import annotations
@@ -17,7 +21,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 _NAMED = re.compile(r"\b(?:issues?|pull\s+requests?|PRs?)\s+#\d+", re.IGNORECASE)
 _BARE = re.compile(r"(?<![\w&#/$\\])#[1-9]\d?(?![\w#-])")
-_SUFFIXES = {".py", ".md", ".rst", ".txt", ".yaml", ".yml", ".toml", ".cfg", ".smk"}
+_SUFFIXES = {
+    ".py",
+    ".md",
+    ".rst",
+    ".txt",
+    ".yaml",
+    ".yml",
+    ".toml",
+    ".cfg",
+    ".smk",
+    ".sh",
+}
 
 #: the manuals: everything under docs/ and the user documents outside it
 MANUALS = (
@@ -29,6 +44,20 @@ MANUALS = (
 )
 #: the code and the tests
 CODE = ("src", "tests")
+#: the rest of the code: scripts, overlays, the workflow, CI and packaging (files
+#: named here are read whatever their suffix: ``Snakefile``, ``.ci/run``)
+SCRIPTS = (
+    "benchmarks",
+    "investigations/*.py",
+    "investigations/configs",
+    "examples",
+    "workflow",
+    "workflow/Snakefile",
+    "ci",
+    ".ci/run",
+    ".test",
+    "pyproject.toml",
+)
 
 
 def references(text: str) -> list[tuple[int, str]]:
@@ -49,15 +78,28 @@ def _files(patterns) -> list[Path]:
         elif "*" in pattern:
             candidates = ROOT.glob(pattern)
         else:
-            candidates = [path]
+            if path.is_file():  # named: read whatever its suffix
+                out.add(path)
+            continue
         out |= {
             p
             for p in candidates
             if p.is_file()
             and p.suffix in _SUFFIXES
             and not {"_build", "__pycache__", "gallery"} & set(p.parts)
+            and not _published(p)
         }
     return sorted(out)
+
+
+def _published(path: Path) -> bool:
+    """Tell whether ``path`` is a published output (``<scripts>/results/...``)."""
+    parts = path.relative_to(ROOT).parts
+    return (
+        len(parts) > 2
+        and parts[0] in ("benchmarks", "investigations")
+        and (parts[1] == "results")
+    )
 
 
 def _offenders(patterns) -> dict[str, list[tuple[int, str]]]:
@@ -77,6 +119,16 @@ def test_the_manuals_name_no_issue():
 def test_the_code_and_the_tests_name_no_issue():
     assert len(_files(CODE)) > 100  # src/ and tests/ were found
     assert _offenders(CODE) == {}, "issue numbers belong in commit messages"
+
+
+def test_the_scripts_and_the_workflow_name_no_issue():
+    files = {p.relative_to(ROOT).as_posix() for p in _files(SCRIPTS)}
+    for named in ("workflow/Snakefile", ".ci/run", "pyproject.toml"):
+        assert named in files
+    assert any(f.startswith("benchmarks/") for f in files)
+    assert any(f.startswith("investigations/configs/") for f in files)
+    assert not any(f.startswith("investigations/results/") for f in files)
+    assert _offenders(SCRIPTS) == {}, "issue numbers belong in commit messages"
 
 
 def test_what_counts_as_a_reference():
@@ -102,5 +154,6 @@ def test_what_counts_as_a_reference():
         f"{hash_}{hash_} A heading\n{hash_} 1 comment",
         f"&{hash_}38; page{hash_}12 docs/x.md{hash_}12 $#",
         f"{hash_}0 and {hash_}12-",
+        "--out benchmarks/results/engines_issue31.csv",
     ):
         assert references(fine) == [], fine
