@@ -340,3 +340,23 @@ def test_the_wheel_says_who_what_where_and_has_the_data_command():
     with pytest.raises(SystemExit) as done:
         main(["--help"])
     assert done.value.code == 0
+
+
+def test_the_mirror_leaves_each_module_its_own_spec():
+    """Importing through ``tcca`` keeps every tcca_core module's own __spec__, so
+    the relative imports inside its functions raise no ImportWarning."""
+    import subprocess
+
+    code = (
+        "import warnings; warnings.simplefilter('error')\n"
+        "import tcca_core.compose, tcca.compose, tcca.datasets\n"
+        "assert tcca_core.compose.__spec__.name == 'tcca_core.compose'\n"
+        "assert tcca.datasets.__spec__.name == 'tcca_core.datasets'\n"
+        "import numpy as np; from tcca_core import TCCA\n"
+        "v = [np.random.default_rng(p).standard_normal((40, 3)) for p in range(3)]\n"
+        "TCCA(2, random_state=0, max_iter=3, tol=0).fit(v)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr

@@ -67,12 +67,17 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.machinery.ModuleSpec(fullname, self)
 
     def create_module(self, spec):
-        # The real module; the import system does not overwrite the attributes it
-        # already has (__name__, __spec__, __path__), only records it under spec.name.
-        return importlib.import_module(_core.__name__ + spec.name[len(__name__) :])
+        # The real module. The import system keeps its __name__ and __path__ but
+        # sets its __spec__ to this alias's spec: exec_module gives its own back,
+        # or every relative import inside it would see __package__ !=
+        # __spec__.parent (an ImportWarning each time).
+        module = importlib.import_module(_core.__name__ + spec.name[len(__name__) :])
+        spec.loader_state = module.__spec__
+        return module
 
     def exec_module(self, module):
-        pass  # already executed, under its own name
+        # already executed, under its own name
+        module.__spec__ = module.__spec__.loader_state
 
 
 # First on the path: the path finder would otherwise find ``tcca.datasets.ads`` in
