@@ -131,13 +131,17 @@ class MomentEngine:
     so a grid of ranks (:meth:`decompose` called repeatedly) pays for it once.
     """
 
-    def __init__(self, views: Sequence[WhitenedView], name: str):
+    def __init__(self, views: Sequence[WhitenedView], name: str, op=None):
         self.views = list(views)
         self.name = name
         self.dims = [v.d for v in self.views]
         self._M: np.ndarray | None = None
         self._norm_sq: float | None = None
-        self._op = ImplicitMoment(self.views) if name == "implicit" else None
+        # ``op``: an operator of the engine's own (the array-API path's
+        # :class:`.xp.DeviceMoment`, which holds M itself for the dense engine)
+        self._op = op
+        if op is None and name == "implicit":
+            self._op = ImplicitMoment(self.views)
         self._tree: dict = {}
         self._mode_grams: list[np.ndarray] | None = None
         self._hosvd: list[np.ndarray] | None = None
@@ -194,6 +198,8 @@ class MomentEngine:
         slabs of an implicit one; no more than 64 MB of M at a time. None where even
         a one-column slab would exceed that (:func:`_unfolding_plan`).
         """
+        if self._op is not None and not isinstance(self._op, ImplicitMoment):
+            return self._op.residual_sq(factors)
         plan = _unfolding_plan(self.dims)
         if plan is None:
             return None
@@ -241,6 +247,8 @@ class MomentEngine:
         Otherwise by blocks of samples (:func:`correlations`). Same values to
         rounding.
         """
+        if self._op is not None and not isinstance(self._op, ImplicitMoment):
+            return self._op.correlations(factors)
         if self._M is None:
             return correlations(self.views, factors)
         B = _dense.dense_mttkrp(self._M, factors, 0)
@@ -250,7 +258,7 @@ class MomentEngine:
         """Flops of the exact HOSVD start (0 once the mode Grams exist)."""
         if self._mode_grams is not None:
             return 0.0
-        if self._op is None:
+        if self.name != "implicit":
             return 2.0 * _prod(self.dims) * sum(self.dims)
         v = self.views
         return min(
@@ -264,7 +272,7 @@ class MomentEngine:
 
     def sweep_cost(self, rank: int) -> float:
         """Flops of one ALS sweep at ``rank``."""
-        if self._op is None:
+        if self.name != "implicit":
             return 4.0 * rank * _prod(self.dims)
         return 4.0 * self.views[0].N * rank * sum(self.dims)
 

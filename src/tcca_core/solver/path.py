@@ -82,8 +82,13 @@ def tcca_rank_path(
     (C~_pp^(-1/2)), ``projections`` (W_p = C~_pp^(-1/2) U_p) and ``swamped`` (the
     warning when eps swamps the covariances, or None) to :func:`rank_path`'s.
     """
+    from .xp import DeviceSource, dispatch_namespace
+
+    namespace = None if is_dask_views(views) else dispatch_namespace(views)
     if is_dask_views(views):  # every pass over the data as Dask tasks
         from . import dask as source
+    elif namespace is not None:  # arrays of another array-API library, on device
+        source = DeviceSource(*namespace)  # type: ignore[assignment]
     else:
         source = _InMemory  # type: ignore[assignment]
     views = source.check_views(views, params.algorithm)
@@ -110,9 +115,12 @@ def tcca_rank_path(
             },
         )
 
-    return rank_path(
+    outs = rank_path(
         "TCCA", ranks, params, warm_start=warm_start, shape=(N, dims), setup=setup
     )
+    if namespace is not None:
+        return source.finish(outs, views[0].dtype)  # type: ignore[union-attr]
+    return outs
 
 
 class _InMemory:
