@@ -453,6 +453,7 @@ class MomentEngine:
                 resume=resume,
                 residual_sq=self.residual_sq,
                 combine=self._op is not None,
+                eps=getattr(self._op, "eps", None),
             )
 
         def last(res):  # the error of the iterate a fit would keep

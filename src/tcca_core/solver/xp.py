@@ -99,7 +99,7 @@ def dispatch_namespace(views) -> tuple[Any, Any] | None:
 
 
 def to_host(x) -> np.ndarray:
-    """A NumPy copy of a (small) device array: the explicit device-to-host move."""
+    """Copy a (small) device array to NumPy: the explicit device-to-host move."""
     compat = _compat()
     if isinstance(x, np.ndarray):
         return x
@@ -114,7 +114,7 @@ def to_host(x) -> np.ndarray:
 
 
 def to_device(a, xp, device, dtype=None):
-    """The explicit host-to-device move of a NumPy array (or a scalar)."""
+    """Move a NumPy array (or a scalar) to ``device``, explicitly."""
     return xp.asarray(np.asarray(a), dtype=dtype, device=device)
 
 
@@ -184,6 +184,9 @@ class DeviceMoment:
         self.N = self.views[0].N
         self.dims = [v.d for v in self.views]
         self.dense = dense
+        #: the unit roundoff of the MTTKRPs where coarser than float64's (ALS's
+        #: stopping rule takes decreases below it for rounding)
+        self.eps = float(np.finfo(np.float32).eps) if self.dtype == xp.float32 else None
         self._M = None
         self._unfoldings: dict[int, Any] = {}
         self._stats: tuple[float, list[np.ndarray]] | None = None
@@ -242,7 +245,7 @@ class DeviceMoment:
         return self._stats
 
     def _gram_mode_grams(self) -> list[np.ndarray]:
-        """Y_p^T (Hadamard_{q != p} Y_q Y_q^T) Y_p / N^2 by blocks of the N x N Grams."""
+        """Y_p^T (Hadamard_{q != p} Y_q Y_q^T) Y_p / N^2, by blocks of the Grams."""
         xp, N, m = self.xp, self.N, len(self.views)
         B = int(max(1, min(N, 2048)))
         Z: list[list[Any]] = [[] for _ in range(m)]
@@ -270,6 +273,7 @@ class DeviceMoment:
 
     # --- the operator --------------------------------------------------------------
     def norm_method(self) -> str:
+        """Return the route to ||M||^2: "dense" (M built) or "gram"."""
         return "dense" if self._fits() else "gram"
 
     def norm_sq(self, method: str | None = None) -> float:
@@ -418,7 +422,7 @@ class DeviceSource:
         return means, covs, check_constant
 
     def engine(self, views, means, whiteners, rank: int, algorithm: str):
-        """The engine NumPy's cost model picks, its operator on the device."""
+        """Return the engine NumPy's cost model picks, its operator on the device."""
         from .engine import MomentEngine, choose_engine
 
         xp = self.xp
@@ -478,7 +482,7 @@ def transform(estimator, views, per_view: bool, namespace):
 
 
 def mean_of(x) -> float:
-    """The mean of a device array, as a float."""
+    """Return the mean of a device array, as a float."""
     return float(_compat().array_namespace(x).mean(x))
 
 

@@ -1,0 +1,247 @@
+"""TCCA on array-API arrays: array-api-strict (its simulated second device), torch.
+
+Each fit on the device must equal the NumPy fit of the same data (float64: 1e-10),
+keep its arrays on the device, and never bring an N-sized array to the host.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sklearn
+from sklearn.pipeline import make_pipeline
+
+from tcca_core import TCCA, tcca
+from tcca_core.compose import ViewSplitter
+from tcca_core.solver import xp as _xp
+
+xps = pytest.importorskip("array_api_strict")
+
+N = 240
+DIMS = (5, 6, 7)
+TOL = 1e-10
+#: A fixed number of sweeps. With the stopping rule on, the last digits of the
+#: error (which another library's GEMMs round differently) can decide the sweep it
+#: fires at, one apart, and a slowly converging component then differs by about
+#: tol; the iterates themselves agree to rounding.
+FIXED = {"tol": 0.0, "max_iter": 60}
+#: float32 fits against float64 ones, relative: the weights and correlations
+#: (measured 2e-5 to 7e-5 here), and the variates, whose nearly tied components
+#: (weights 0.346 and 0.341) the float32 stopping rule leaves 1e-3 apart
+TOL32 = 1e-3
+TOL32_VARIATES = 5e-3
+
+
+def _strict():
+    dev = xps.Device("device1")
+    return xps, dev, lambda a: xps.asarray(a, device=dev)
+
+
+def _torch():
+    torch = pytest.importorskip("torch")
+    return torch, torch.device("cpu"), lambda a: torch.asarray(a)
+
+
+BACKENDS = [
+    pytest.param(_strict, id="array-api-strict"),
+    pytest.param(_torch, id="torch", marks=pytest.mark.torch),
+]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request, monkeypatch):
+    """(xp, device, to_device) with scikit-learn's array API dispatch on."""
+    monkeypatch.setenv("SCIPY_ARRAY_API", "1")
+    xp, dev, move = request.param()
+    with sklearn.config_context(array_api_dispatch=True):
+        yield xp, dev, move
+
+
+def _host(a):
+    return _xp.to_host(a)
+
+
+def _views(seed=0, n=N, dims=DIMS):
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal((n, 1)) ** 2  # a skewed shared signal
+    return [z @ rng.standard_normal((1, d)) + rng.standard_normal((n, d)) for d in dims]
+
+
+def _one_hot(seed=0, n=N, levels=(6, 6, 6)):
+    rng = np.random.default_rng(seed)
+    z = rng.integers(0, 3, n)
+    out = []
+    for k in levels:
+        c = np.where(rng.random(n) < 0.8, z, rng.integers(0, k, n))
+        out.append(np.eye(k)[c])
+    return out
+
+
+def _same(a, b, tol=TOL):
+    a, b = np.asarray(_host(a)), np.asarray(b)
+    assert a.shape == b.shape
+    scale = max(float(np.abs(b).max(initial=0.0)), 1.0)
+    assert float(np.abs(a - b).max(initial=0.0)) <= tol * scale
+
+
+def _on(dev, *arrays):
+    import array_api_compat
+
+    for a in arrays:
+        assert not isinstance(a, np.ndarray)
+        assert array_api_compat.device(a) == dev
+
+
+def _check_fit(est, ref, dev, tol=TOL):
+    for key in ("means_", "factors_", "projections_"):
+        _on(dev, *getattr(est, key))
+        for a, b in zip(getattr(est, key), getattr(ref, key), strict=True):
+            _same(a, b, tol)
+    _on(dev, est.weights_, est.correlations_)
+    _same(est.weights_, ref.weights_, tol)
+    _same(est.correlations_, ref.correlations_, tol)
+    assert est.algorithm_ == ref.algorithm_
+    assert est.init_ == ref.init_
+    # the stopping rule may fire a sweep apart where the error's last digits decide
+    assert abs(est.n_iter_ - ref.n_iter_) <= 1
+    assert est.n_features_in_ == ref.n_features_in_
+
+
+@pytest.mark.parametrize("algorithm", ["dense", "implicit", "auto"])
+@pytest.mark.parametrize(
+    "kw", [{}, {"init": "random", "n_init": 3}, {"init": "svd", "n_init": 2}]
+)
+def test_fit_transform_score_equal_numpy(backend, algorithm, kw):
+    xp, dev, move = backend
+    views = _views()
+    ref = TCCA(3, random_state=0, algorithm=algorithm, **kw).fit(views)
+    dviews = [move(v) for v in views]
+    est = TCCA(3, random_state=0, algorithm=algorithm, **kw).fit(dviews)
+    _check_fit(est, ref, dev)
+    Z = est.transform(dviews)
+    _on(dev, Z)
+    _same(Z, ref.transform(views))
+    per = est.transform(dviews, per_view=True)
+    _on(dev, *per)
+    for a, b in zip(per, ref.transform(views, per_view=True), strict=True):
+        _same(a, b)
+    Zf = TCCA(3, random_state=0, algorithm=algorithm, **kw).fit_transform(dviews)
+    _same(Zf, ref.transform(views))
+    assert est.score(dviews) == pytest.approx(ref.score(views), abs=TOL)
+    assert list(est.get_feature_names_out()) == list(ref.get_feature_names_out())
+
+
+def test_one_hot_views_make_the_numpy_choices(backend):
+    """Mostly-zero views: the cost model sees them as NumPy does (engine, starts)."""
+    xp, dev, move = backend
+    views = _one_hot()
+    ref = TCCA(2, random_state=1).fit(views)
+    est = TCCA(2, random_state=1).fit([move(v) for v in views])
+    _check_fit(est, ref, dev)
+
+
+def test_fit_path_and_functions_equal_numpy(backend):
+    xp, dev, move = backend
+    views = _views(1)
+    dviews = [move(v) for v in views]
+    refs = TCCA(random_state=0, **FIXED).fit_path(views, [1, 2, 3])
+    ests = TCCA(random_state=0, **FIXED).fit_path(dviews, [1, 2, 3])
+    for est, ref in zip(ests, refs, strict=True):
+        _check_fit(est, ref, dev)
+    warm = TCCA(random_state=0).fit_path(dviews, [1, 3], warm_start=True)
+    for est, ref in zip(
+        warm, TCCA(random_state=0).fit_path(views, [1, 3], warm_start=True), strict=True
+    ):
+        _check_fit(est, ref, dev)
+    out = tcca(dviews, 2, random_state=0)
+    _on(dev, *out["whiteners"], *out["projections"])
+    _same(out["weights"], tcca(views, 2, random_state=0)["weights"])
+
+
+def test_two_views_equal_numpy(backend):
+    """Two views: the exact SVD of M (the regularized CCA), on both paths."""
+    xp, dev, move = backend
+    views = _views(2, dims=(4, 6))
+    for algorithm in ("dense", "implicit"):
+        ref = TCCA(3, algorithm=algorithm).fit(views)
+        est = TCCA(3, algorithm=algorithm).fit([move(v) for v in views])
+        _check_fit(est, ref, dev)
+
+
+def test_pipeline_with_view_splitter(backend):
+    xp, dev, move = backend
+    X = np.hstack(_views(3))
+    ref = make_pipeline(ViewSplitter(list(DIMS)), TCCA(2, random_state=0, **FIXED))
+    est = make_pipeline(ViewSplitter(list(DIMS)), TCCA(2, random_state=0, **FIXED))
+    Z = est.fit_transform(move(X))
+    _on(dev, Z)
+    _same(Z, ref.fit_transform(X))
+
+
+def test_no_n_sized_array_leaves_the_device(backend, monkeypatch):
+    """Only d x r, d x d and r-sized arrays come to the host; N is larger."""
+    xp, dev, move = backend
+    moved = []
+    real = _xp.to_host
+
+    def spy(a):
+        moved.append(tuple(a.shape))
+        return real(a)
+
+    monkeypatch.setattr(_xp, "to_host", spy)
+    views = [move(v) for v in _views(4)]
+    for algorithm in ("dense", "implicit"):
+        est = TCCA(3, random_state=0, algorithm=algorithm).fit(views)
+        est.transform(views)
+        est.score(views)
+    assert moved, "the fit moved nothing: the spy is not on the path"
+    assert max(max(s, default=0) for s in moved) < N
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_float32_on_request(backend, seed):
+    """float32 views fit in float32, within TOL32 of the float64 fit."""
+    xp, dev, move = backend
+    views = _views(seed)
+    ref = TCCA(3, random_state=0).fit(views)
+    d32 = [move(v.astype(np.float32)) for v in views]
+    est = TCCA(3, random_state=0).fit(d32)
+    assert est.weights_.dtype == xp.float32
+    assert est.projections_[0].dtype == xp.float32
+    Z = est.transform(d32)
+    assert Z.dtype == xp.float32
+    _same(est.weights_, ref.weights_, TOL32)
+    _same(est.correlations_, ref.correlations_, TOL32)
+    _same(Z, ref.transform(views), TOL32_VARIATES)
+
+
+def test_bad_device_input_is_named(backend):
+    xp, dev, move = backend
+    views = _views(6)
+    bad = [v.copy() for v in views]
+    bad[1][3, 2] = np.nan
+    with pytest.raises(ValueError, match="view 1 contains NaN"):
+        TCCA(2).fit([move(v) for v in bad])
+    const = [v.copy() for v in views]
+    const[2][:] = 1.0
+    with pytest.raises(ValueError, match="view 2 is constant"):
+        TCCA(2).fit([move(v) for v in const])
+    with pytest.raises(ValueError, match="NumPy arrays only"):
+        TCCA(2, algorithm="tensorly").fit([move(v) for v in views])
+    host = TCCA(2, random_state=0).fit(views)
+    with pytest.raises(ValueError, match="another library"):
+        host.transform([move(v) for v in views])
+    est = TCCA(2, random_state=0).fit([move(v) for v in views])
+    with pytest.raises(ValueError, match="features were seen in fit"):
+        est.transform([move(v[:, :3]) for v in views])
+
+
+def test_dispatch_off_converts_to_numpy():
+    """Without array_api_dispatch, host-convertible arrays take the NumPy path."""
+    views = _views(7)
+    cpu = [xps.asarray(v) for v in views]  # array-api-strict's CPU device
+    est = TCCA(2, random_state=0).fit(cpu)
+    assert isinstance(est.weights_, np.ndarray)
+    np.testing.assert_array_equal(
+        est.weights_, TCCA(2, random_state=0).fit(views).weights_
+    )
