@@ -168,6 +168,22 @@ def test_two_views_equal_numpy(backend):
         _check_fit(est, ref, dev)
 
 
+@pytest.mark.parametrize("route", ["blocks", "gram"])
+def test_blocked_routes_equal_numpy(backend, monkeypatch, route):
+    """M built by several blocks of rows (the last one short), or the N x N Gram
+    route of ||M||^2 and the mode Grams where M would not fit."""
+    xp, dev, move = backend
+    if route == "blocks":
+        monkeypatch.setattr(_xp, "_BLOCK_BYTES", 8 * 42 * 37)  # 37 rows of 6 x 7
+    else:
+        monkeypatch.setattr(_xp, "DENSE_MAX_BYTES", 8)
+        monkeypatch.setattr(_xp, "_GRAM_ROWS", 70)  # 240 = 3 x 70 + 30
+    views = _views(1)
+    ref = TCCA(3, random_state=0, algorithm="implicit", **FIXED).fit(views)
+    est = TCCA(3, random_state=0, algorithm="implicit", **FIXED)
+    _check_fit(est.fit([move(v) for v in views]), ref, dev)
+
+
 def test_pipeline_with_view_splitter(backend):
     xp, dev, move = backend
     X = np.hstack(_views(3))

@@ -47,6 +47,9 @@ __all__ = [
 #: Bytes of one block of rows of the Khatri-Rao products built on the device.
 _BLOCK_BYTES = 256 * 1024**2
 
+#: Rows per block of the N x N Gram matrices (2048 x 2048 doubles = 32 MB).
+_GRAM_ROWS = 2048
+
 #: Bytes of projections Y_q U_q the tensor-free MTTKRP keeps on the device: two per
 #: mode (the line search combines them) where they fit, else one.
 _CACHE_BYTES = 16 * 1024**3
@@ -214,7 +217,7 @@ class DeviceMoment:
             M = xp.zeros((dims[0], rest), dtype=self.dtype, device=self.device)
             B = int(max(1, min(self.N, _BLOCK_BYTES // (8 * max(rest, 1)))))
             for i in range(0, self.N, B):
-                Y = [v.Y[i : i + B, :] for v in self.views]
+                Y = [v.Y[i : min(i + B, self.N), :] for v in self.views]
                 M = M + Y[0].T @ _khatri_rao_rows(xp, Y[1:])
             self._M = xp.reshape(M / self.N, tuple(dims))
         return self._M
@@ -247,13 +250,13 @@ class DeviceMoment:
     def _gram_mode_grams(self) -> list[np.ndarray]:
         """Y_p^T (Hadamard_{q != p} Y_q Y_q^T) Y_p / N^2, by blocks of the Grams."""
         xp, N, m = self.xp, self.N, len(self.views)
-        B = int(max(1, min(N, 2048)))
+        B = int(max(1, min(N, _GRAM_ROWS)))
         Z: list[list[Any]] = [[] for _ in range(m)]
         for i in range(0, N, B):
-            Yi = [v.Y[i : i + B, :] for v in self.views]
+            Yi = [v.Y[i : min(i + B, self.N), :] for v in self.views]
             acc: list[Any] = [None] * m
             for j in range(0, N, B):
-                Yj = [v.Y[j : j + B, :] for v in self.views]
+                Yj = [v.Y[j : min(j + B, N), :] for v in self.views]
                 G = [a @ b.T for a, b in zip(Yi, Yj, strict=True)]
                 for p in range(m):
                     H = None
