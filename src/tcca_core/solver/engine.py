@@ -15,6 +15,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from time import perf_counter
+from typing import Any
 
 import numpy as np
 
@@ -131,7 +132,7 @@ class MomentEngine:
     so a grid of ranks (:meth:`decompose` called repeatedly) pays for it once.
     """
 
-    def __init__(self, views: Sequence[WhitenedView], name: str, op=None):
+    def __init__(self, views: Sequence[WhitenedView], name: str, op: Any = None):
         self.views = list(views)
         self.name = name
         self.dims = [v.d for v in self.views]
@@ -139,7 +140,7 @@ class MomentEngine:
         self._norm_sq: float | None = None
         # ``op``: an operator of the engine's own (the array-API path's
         # :class:`.xp.DeviceMoment`, which holds M itself for the dense engine)
-        self._op = op
+        self._op: ImplicitMoment | None = op
         if op is None and name == "implicit":
             self._op = ImplicitMoment(self.views)
         self._tree: dict = {}
@@ -198,8 +199,9 @@ class MomentEngine:
         slabs of an implicit one; no more than 64 MB of M at a time. None where even
         a one-column slab would exceed that (:func:`_unfolding_plan`).
         """
-        if self._op is not None and not isinstance(self._op, ImplicitMoment):
-            return self._op.residual_sq(factors)
+        own: Any = self._op
+        if own is not None and not isinstance(own, ImplicitMoment):
+            return own.residual_sq(factors)
         plan = _unfolding_plan(self.dims)
         if plan is None:
             return None
@@ -247,8 +249,9 @@ class MomentEngine:
         Otherwise by blocks of samples (:func:`correlations`). Same values to
         rounding.
         """
-        if self._op is not None and not isinstance(self._op, ImplicitMoment):
-            return self._op.correlations(factors)
+        own: Any = self._op
+        if own is not None and not isinstance(own, ImplicitMoment):
+            return own.correlations(factors)
         if self._M is None:
             return correlations(self.views, factors)
         B = _dense.dense_mttkrp(self._M, factors, 0)

@@ -85,10 +85,11 @@ def tcca_rank_path(
     from .xp import DeviceSource, dispatch_namespace
 
     namespace = None if is_dask_views(views) else dispatch_namespace(views)
+    device = None if namespace is None else DeviceSource(*namespace)
     if is_dask_views(views):  # every pass over the data as Dask tasks
         from . import dask as source
-    elif namespace is not None:  # arrays of another array-API library, on device
-        source = DeviceSource(*namespace)  # type: ignore[assignment]
+    elif device is not None:  # arrays of another array-API library, on device
+        source = device  # type: ignore[assignment]
     else:
         source = _InMemory  # type: ignore[assignment]
     views = source.check_views(views, params.algorithm)
@@ -118,8 +119,8 @@ def tcca_rank_path(
     outs = rank_path(
         "TCCA", ranks, params, warm_start=warm_start, shape=(N, dims), setup=setup
     )
-    if namespace is not None:
-        return source.finish(outs, views[0].dtype)  # type: ignore[union-attr]
+    if device is not None:
+        return device.finish(outs, views[0].dtype)
     return outs
 
 

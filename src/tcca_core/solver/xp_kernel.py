@@ -266,7 +266,7 @@ def ktcca_rank_path(
         nnz = [v.nnz_per_row for v in wviews] if sparse else None
         name = choose_engine(N, dims, max(ranks), params.algorithm, nnz)
         op = DeviceMoment(wviews, xp, device, dense=name == "dense")
-        engine = MomentEngine(wviews, name, op=op)  # type: ignore[arg-type]
+        engine = MomentEngine(wviews, name, op=op)
         shared = {"kernels": vkernels, "center_stats": stats_all, "cholesky": Ls}
 
         def per_rank(fit):
