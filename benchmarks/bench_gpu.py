@@ -6,15 +6,16 @@ fit runs ``--sweeps`` ALS sweeps (tol = 0, one exact-HOSVD start), so that times
 compare like for like, and prints its objective beside its time: the CP relative
 error and the mean |rho_k| of the training correlations. Each run is a fresh
 process (NumPy's BLAS threads pinned before import) with a time limit
-(``--time-s``); runs go GPU first, then NumPy on 16 and on 1 core, and stop when
-the whole budget (``--budget-s``, 7 minutes by default) is spent, the rest listed
-as skipped. Runs whose arrays would not fit the device (or host) memory are
-skipped up front. Data are drawn on the run's own device from the seed (same
-distribution on every backend, not the same draws: 10M x 869 doubles take
-minutes to draw on the host).
+(``--time-s``, 60 s); runs go GPU first (float64, then float32), then NumPy on 16
+and on 1 core (1 core at the smaller N only), and stop when the whole budget
+(``--budget-s``, 7.5 minutes) is spent, the rest listed as skipped. Runs whose
+arrays would not fit the device (or host) memory are skipped up front. Data are
+drawn on the run's own device from the seed (same distribution on every backend,
+not the same draws: 10M x 869 doubles take minutes to draw on the host).
 
     python benchmarks/bench_gpu.py --out benchmarks/results/gpu.csv   # on a GPU host
     python benchmarks/bench_gpu.py --quick    # seconds, NumPy and array-api-strict
+    python benchmarks/bench_gpu.py --backends torch numpy-16 --N 1000000 --ranks 50
 
 Backends: ``cupy``, ``torch`` (CUDA), ``numpy-1``, ``numpy-16``, and for
 ``--quick`` ``array-api-strict`` (the array-API path on the CPU, no GPU needed).
@@ -170,11 +171,13 @@ def child(spec: dict) -> dict:
 
 
 def _bytes(spec: dict) -> float:
+    """Peak bytes of a fit: X and Y, the cached projections Y_q U_q, temporaries."""
     kind, dims = SHAPES[spec["shape"]]
     item = 4 if spec["dtype"] == "float32" else 8
     N, r, m = spec["N"], spec["r"], len(dims)
-    # X and Y, two projections per mode, the MTTKRP's temporaries
-    return item * N * (2 * sum(dims) + 2 * m * r + 2 * r)
+    P = item * N * r
+    keep = 2 if 2 * m * P <= 16 * 1024**3 else 1  # as solver/xp.py's _CACHE_BYTES
+    return item * N * 2 * sum(dims) + keep * m * P + 2 * P
 
 
 def _memory(backend: str) -> float:
@@ -203,10 +206,16 @@ def main(argv=None) -> int:
     ap.add_argument("--N", nargs="*", type=int, default=[1_000_000, 10_000_000])
     ap.add_argument("--ranks", nargs="*", type=int, default=[50, 300])
     ap.add_argument("--backends", nargs="*", default=BACKENDS)
-    ap.add_argument("--dtype", default="float64", choices=["float64", "float32"])
+    ap.add_argument(
+        "--dtypes",
+        nargs="*",
+        default=["float64", "float32"],
+        choices=["float64", "float32"],
+        help="of the GPU runs (NumPy fits in float64)",
+    )
     ap.add_argument("--sweeps", type=int, default=10, help="ALS sweeps per fit")
-    ap.add_argument("--time-s", type=float, default=90.0, help="limit per run")
-    ap.add_argument("--budget-s", type=float, default=420.0, help="limit in all")
+    ap.add_argument("--time-s", type=float, default=60.0, help="limit per run")
+    ap.add_argument("--budget-s", type=float, default=450.0, help="limit in all")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="tiny sizes, no GPU")
     ap.add_argument("--out", help="also write the table as CSV")
@@ -218,22 +227,30 @@ def main(argv=None) -> int:
     if args.quick:
         args.N, args.ranks = [3000], [5]
         args.backends = ["numpy-1", "array-api-strict"]
+        args.dtypes = ["float64"]
         args.sweeps, args.time_s, args.budget_s = 5, 60.0, 120.0
-    specs = [
-        {
-            "shape": s,
-            "N": n,
-            "r": r,
-            "backend": b,
-            "dtype": args.dtype,
-            "sweeps": args.sweeps,
-            "seed": args.seed,
-        }
-        for b in args.backends
-        for s in args.shapes
-        for n in args.N
-        for r in args.ranks
-    ]
+    specs = []
+    # GPU runs first (the point of the table), then NumPy; NumPy on one core only
+    # at the smaller N (10M rows would take it hours)
+    for b in args.backends:
+        gpu_like = b in ("cupy", "torch", "array-api-strict")
+        for dtype in args.dtypes if gpu_like else ["float64"]:
+            for n in args.N:
+                if b == "numpy-1" and n > min(args.N):
+                    continue
+                for s in args.shapes:
+                    for r in args.ranks:
+                        specs.append(
+                            {
+                                "shape": s,
+                                "N": n,
+                                "r": r,
+                                "backend": b,
+                                "dtype": dtype,
+                                "sweeps": args.sweeps,
+                                "seed": args.seed,
+                            }
+                        )
     rows, start = [], time.perf_counter()
     for spec in specs:
         row = dict(spec)
@@ -269,7 +286,7 @@ def main(argv=None) -> int:
         rows.append(row)
         print(
             f"{row['shape']:7s} N={row['N']:>9,d} r={row['r']:>3d} "
-            f"{row['backend']:17s} "
+            f"{row['backend']:17s} {row['dtype']:8s}"
             f"{row.get('status', ''):28s} fit {row.get('fit_s', '-')!s:>9} s  "
             f"sweeps {row.get('sweeps', '-')!s:>3}  err {row.get('error', '-')}  "
             f"|rho| {row.get('mean_abs_rho', '-')}",
