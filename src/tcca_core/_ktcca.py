@@ -242,7 +242,7 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
 
         namespace = dispatch_namespace(views)
         if namespace is not None:  # arrays of another array-API library, on device
-            from .solver.xp_kernel import ktcca_rank_path
+            from ._ktcca_xp import ktcca_rank_path
 
             return ktcca_rank_path(
                 views,
@@ -328,7 +328,7 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
 
         namespace = dispatch_namespace(views)
         if namespace is not None:
-            from .solver.xp_kernel import transform
+            from ._ktcca_xp import transform
 
             return transform(self, views, per_view, namespace)
         return self._project(self._centered_cross(views), per_view)

@@ -2,7 +2,7 @@
 
 The kernels K_p (N x N), their centering, the Cholesky factor L_p of
 K_p^2 + eps K_p and the whitened Y_p = K_p L_p^(-1) are computed in the views'
-namespace, on their device; the moment tensor and ALS are :mod:`.xp`'s (the
+namespace, on their device; the moment tensor and ALS are :mod:`.solver.xp`'s (the
 N-sized products on the device, the small r x r algebra on the host). Kernels
 as in :mod:`tcca_core.kernels`: ``"linear"``, ``"rbf"``, the paper's ``"l2"``
 and ``"chi2"``, ``"precomputed"`` (device arrays) or a callable that takes and
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels import ViewKernel
-from .xp import DeviceMoment, DeviceSource, DeviceView, to_device
+from .kernels import ViewKernel
+from .solver.xp import DeviceMoment, DeviceSource, DeviceView, to_device
 
 __all__ = ["DeviceKernel", "ktcca_rank_path", "transform"]
 
@@ -224,9 +224,9 @@ def ktcca_rank_path(
     center: bool,
     jitter: float,
 ) -> list[dict]:
-    """KTCCA's rank path (:func:`.path.rank_path`) on device views."""
-    from .engine import MomentEngine, choose_engine
-    from .path import rank_path
+    """KTCCA's rank path (:func:`.solver.path.rank_path`) on device views."""
+    from .solver.engine import MomentEngine, choose_engine
+    from .solver.path import rank_path
 
     xp, device = namespace
     source = DeviceSource(xp, device)
