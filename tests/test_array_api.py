@@ -24,7 +24,7 @@ TOL = 1e-10
 #: error (which another library's GEMMs round differently) can decide the sweep it
 #: fires at, one apart, and a slowly converging component then differs by about
 #: tol; the iterates themselves agree to rounding.
-FIXED = {"tol": 0.0, "max_iter": 60}
+FIXED = {"tol": 0.0, "max_iter": 200}
 #: float32 fits against float64 ones, relative: the weights and correlations
 #: (measured 2e-5 to 7e-5 here), and the variates, whose nearly tied components
 #: (weights 0.346 and 0.341) the float32 stopping rule leaves 1e-3 apart
@@ -101,7 +101,12 @@ def _check_fit(est, ref, dev, tol=TOL):
     _same(est.weights_, ref.weights_, tol)
     _same(est.correlations_, ref.correlations_, tol)
     assert est.algorithm_ == ref.algorithm_
-    assert est.init_ == ref.init_
+    # the start kept is NumPy's, or another that ends at its error to rounding
+    # (several starts of a race often reach the same optimum)
+    if est.init_ != ref.init_:
+        assert min(est.start_errors_) == pytest.approx(
+            min(ref.start_errors_), rel=1e-12
+        )
     # the stopping rule may fire a sweep apart where the error's last digits decide
     assert abs(est.n_iter_ - ref.n_iter_) <= 1
     assert est.n_features_in_ == ref.n_features_in_
@@ -113,6 +118,7 @@ def _check_fit(est, ref, dev, tol=TOL):
 )
 def test_fit_transform_score_equal_numpy(backend, algorithm, kw):
     xp, dev, move = backend
+    kw = {**kw, **FIXED}
     views = _views()
     ref = TCCA(3, random_state=0, algorithm=algorithm, **kw).fit(views)
     dviews = [move(v) for v in views]
@@ -131,12 +137,22 @@ def test_fit_transform_score_equal_numpy(backend, algorithm, kw):
     assert list(est.get_feature_names_out()) == list(ref.get_feature_names_out())
 
 
+@pytest.mark.parametrize("algorithm", ["dense", "implicit"])
+def test_stopping_rule_fits_equal_numpy_to_tol(backend, algorithm):
+    """With the stopping rule on: the same fit, to within the rule's tol."""
+    xp, dev, move = backend
+    views = _views()
+    ref = TCCA(3, random_state=0, algorithm=algorithm).fit(views)
+    est = TCCA(3, random_state=0, algorithm=algorithm).fit([move(v) for v in views])
+    _check_fit(est, ref, dev, tol=10 * ref.tol)
+
+
 def test_one_hot_views_make_the_numpy_choices(backend):
     """Mostly-zero views: the cost model sees them as NumPy does (engine, starts)."""
     xp, dev, move = backend
     views = _one_hot()
-    ref = TCCA(2, random_state=1).fit(views)
-    est = TCCA(2, random_state=1).fit([move(v) for v in views])
+    ref = TCCA(2, random_state=1, **FIXED).fit(views)
+    est = TCCA(2, random_state=1, **FIXED).fit([move(v) for v in views])
     _check_fit(est, ref, dev)
 
 
@@ -148,14 +164,16 @@ def test_fit_path_and_functions_equal_numpy(backend):
     ests = TCCA(random_state=0, **FIXED).fit_path(dviews, [1, 2, 3])
     for est, ref in zip(ests, refs, strict=True):
         _check_fit(est, ref, dev)
-    warm = TCCA(random_state=0).fit_path(dviews, [1, 3], warm_start=True)
+    warm = TCCA(random_state=0, **FIXED).fit_path(dviews, [1, 3], warm_start=True)
     for est, ref in zip(
-        warm, TCCA(random_state=0).fit_path(views, [1, 3], warm_start=True), strict=True
+        warm,
+        TCCA(random_state=0, **FIXED).fit_path(views, [1, 3], warm_start=True),
+        strict=True,
     ):
         _check_fit(est, ref, dev)
-    out = tcca(dviews, 2, random_state=0)
+    out = tcca(dviews, 2, random_state=0, **FIXED)
     _on(dev, *out["whiteners"], *out["projections"])
-    _same(out["weights"], tcca(views, 2, random_state=0)["weights"])
+    _same(out["weights"], tcca(views, 2, random_state=0, **FIXED)["weights"])
 
 
 def test_two_views_equal_numpy(backend):
@@ -163,8 +181,8 @@ def test_two_views_equal_numpy(backend):
     xp, dev, move = backend
     views = _views(2, dims=(4, 6))
     for algorithm in ("dense", "implicit"):
-        ref = TCCA(3, algorithm=algorithm).fit(views)
-        est = TCCA(3, algorithm=algorithm).fit([move(v) for v in views])
+        ref = TCCA(3, algorithm=algorithm, **FIXED).fit(views)
+        est = TCCA(3, algorithm=algorithm, **FIXED).fit([move(v) for v in views])
         _check_fit(est, ref, dev)
 
 
