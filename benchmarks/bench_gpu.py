@@ -18,7 +18,8 @@ not the same draws: 10M x 869 doubles take minutes to draw on the host).
     python benchmarks/bench_gpu.py --backends torch numpy-16 --N 1000000 --ranks 50
 
 Backends: ``cupy``, ``torch`` (CUDA), ``numpy-1``, ``numpy-16``, and for
-``--quick`` ``array-api-strict`` (the array-API path on the CPU, no GPU needed).
+``--quick`` ``array-api-strict`` (the array-API path on the CPU, no GPU needed);
+``torch-cpu`` checks the script's torch code without a GPU.
 """
 
 from __future__ import annotations
@@ -54,9 +55,11 @@ def _namespace(backend: str):
         import cupy
 
         return cupy, None, cupy.cuda.Device().synchronize
-    if backend == "torch":
+    if backend in ("torch", "torch-cpu"):
         import torch
 
+        if backend == "torch-cpu":  # the script's torch code, checked without a GPU
+            return torch, torch.device("cpu"), lambda: None
         return torch, torch.device("cuda"), torch.cuda.synchronize
     if backend == "array-api-strict":
         import array_api_strict
@@ -76,7 +79,8 @@ def _draw(backend: str, kind: str, N: int, dims, seed: int, dtype: str):
     # the structure (latent loadings) is drawn on the host: small, shared
     loads = [rng.standard_normal((5, d)) for d in dims]
     views = []
-    if backend in ("cupy", "torch"):
+    on_device = backend in ("cupy", "torch", "torch-cpu")
+    if on_device:
         # on the device: its own generator
         if backend == "cupy":
             gen = xp.random.default_rng(seed)
@@ -95,8 +99,8 @@ def _draw(backend: str, kind: str, N: int, dims, seed: int, dtype: str):
         integers = lambda hi, shape: rng.integers(0, hi, shape)  # noqa: E731
 
     def move(a):
-        if backend in ("numpy-1", "numpy-16", "cupy", "torch"):
-            return xp.asarray(a, device=device) if device is not None else xp.asarray(a)
+        if device is None:  # NumPy, CuPy: the current device
+            return xp.asarray(a)
         return xp.asarray(a, device=device)
 
     if kind == "onehot":
@@ -104,10 +108,10 @@ def _draw(backend: str, kind: str, N: int, dims, seed: int, dtype: str):
         for d in dims:
             npos = d // 21
             cats = (z + integers(3, (N, npos))) % 21
-            if backend in ("cupy", "torch"):
+            if on_device:
                 eye = (
                     xp.eye(21, dtype=xp.float64, device=device)
-                    if backend == "torch"
+                    if backend != "cupy"
                     else xp.eye(21)
                 )
                 X = xp.reshape(eye[cats], (N, d))
@@ -118,14 +122,15 @@ def _draw(backend: str, kind: str, N: int, dims, seed: int, dtype: str):
         S = normal((N, 5))
         S = S * S - 1.0  # skewed: third moments exist
         for d, A in zip(dims, loads, strict=True):
-            A = move(A) if backend in ("cupy", "torch") else A
+            A = move(A) if on_device else A
             views.append(S @ A + normal((N, d)))
-    if backend not in ("cupy", "torch"):  # drawn by NumPy: moved once, whole
+    if not on_device:  # drawn by NumPy: moved once, whole
         views = [move(X) for X in views]
     if dtype == "float32":
+        import array_api_compat
+
         views = [
-            X.astype(xp.float32) if hasattr(X, "astype") else xp.astype(X, xp.float32)
-            for X in views
+            array_api_compat.array_namespace(X).astype(X, xp.float32) for X in views
         ]
     return views
 
@@ -181,7 +186,7 @@ def _bytes(spec: dict) -> float:
 
 
 def _memory(backend: str) -> float:
-    if backend in ("cupy", "torch"):
+    if backend in ("cupy", "torch"):  # the GPU's
         try:
             out = subprocess.run(
                 [
@@ -233,7 +238,7 @@ def main(argv=None) -> int:
     # GPU runs first (the point of the table), then NumPy; NumPy on one core only
     # at the smaller N (10M rows would take it hours)
     for b in args.backends:
-        gpu_like = b in ("cupy", "torch", "array-api-strict")
+        gpu_like = b in ("cupy", "torch", "torch-cpu", "array-api-strict")
         for dtype in args.dtypes if gpu_like else ["float64"]:
             for n in args.N:
                 if b == "numpy-1" and n > min(args.N):
