@@ -339,3 +339,32 @@ def test_ktcca_precomputed_and_errors(backend):
         KTCCA(2, **kw).fit([move(K) for K in bad])
     with pytest.raises(ValueError, match="non-negative"):
         KTCCA(2, kernel="chi2").fit([move(v) for v in views])
+
+
+def test_cost_model_is_the_numpy_engines(backend):
+    """The device engines cost what NumPy's do (so "auto" picks the same starts);
+    the Dask engine keeps the tensor-free costs."""
+    from tcca_core.solver.engine import MomentEngine
+    from tcca_core.solver.views import WhitenedView
+
+    xp, dev, move = backend
+    views = _views(11)
+    source = _xp.DeviceSource(xp, dev)
+    dviews = [move(v) for v in views]
+    eye = [np.eye(v.shape[1]) for v in views]
+    means = [xp.mean(X, axis=0) for X in dviews]
+    for name in ("dense", "implicit"):
+        host = MomentEngine(
+            [WhitenedView(v, v.mean(axis=0), W) for v, W in zip(views, eye)], name
+        )
+        device = source.engine(dviews, means, eye, 3, name)
+        assert device.name == name
+        assert device.sweep_cost(3) == host.sweep_cost(3)
+        assert device.init_cost() == host.init_cost()
+        assert device.auto_n_init(3) == host.auto_n_init(3)
+    da = pytest.importorskip("dask.array")
+    from tcca_core.solver import dask as _dask
+
+    lazy = [da.from_array(v, chunks=60) for v in views]
+    engine = _dask.engine(lazy, [v.mean(axis=0) for v in views], eye, 3, "auto")
+    assert engine.sweep_cost(3) == 4.0 * N * 3 * sum(DIMS)  # tensor-free

@@ -159,6 +159,11 @@ class MomentEngine:
         return cls(views, choose_engine(N, dims, rank, algorithm, nnz))
 
     @property
+    def _holds_M(self) -> bool:
+        """Whether ALS runs on M built (the dense engines, on the host or a device)."""
+        return self._op is None or bool(getattr(self._op, "dense", False))
+
+    @property
     def M(self) -> np.ndarray:
         """The dense tensor M, built on first use (dense engines)."""
         if self._M is None:
@@ -261,7 +266,7 @@ class MomentEngine:
         """Flops of the exact HOSVD start (0 once the mode Grams exist)."""
         if self._mode_grams is not None:
             return 0.0
-        if self.name != "implicit":
+        if self._holds_M:
             return 2.0 * _prod(self.dims) * sum(self.dims)
         v = self.views
         return min(
@@ -275,7 +280,7 @@ class MomentEngine:
 
     def sweep_cost(self, rank: int) -> float:
         """Flops of one ALS sweep at ``rank``."""
-        if self.name != "implicit":
+        if self._holds_M:
             return 4.0 * rank * _prod(self.dims)
         return 4.0 * self.views[0].N * rank * sum(self.dims)
 
