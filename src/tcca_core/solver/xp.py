@@ -193,8 +193,8 @@ class DeviceMoment:
         self._M = None
         self._unfoldings: dict[int, Any] = {}
         self._stats: tuple[float, list[np.ndarray]] | None = None
-        # per mode: [(weak reference to the host U_q, its device copy, Y_q U_q)]
-        self._cache: list[list[tuple[Any, Any, Any]]] = [[] for _ in self.views]
+        # per mode: [(weak reference to the host U_q, Y_q U_q on the device)]
+        self._cache: list[list[tuple[Any, Any]]] = [[] for _ in self.views]
 
     # --- moves -------------------------------------------------------------------
     def _dev(self, U):
@@ -290,10 +290,9 @@ class DeviceMoment:
     def _projection(self, q: int, U):
         """Y_q U_q on the device, cached by the identity of the host U_q."""
         entries = self._cache[q]
-        for ref, _, P in entries:
-            if ref() is U:
-                return P
-        P = None
+        P = self._cached(q, U)
+        if P is not None:
+            return P
         terms = combination_of(U)
         if terms is not None:  # the line search's jump: combine known projections
             known = [(c, self._cached(q, V)) for c, V in terms]
@@ -307,11 +306,11 @@ class DeviceMoment:
         except TypeError:  # not an array: not cached
             return P
         del entries[: max(len(entries) + 1 - keep, 0)]
-        entries.append((ref, None, P))
+        entries.append((ref, P))
         return P
 
     def _cached(self, q: int, U):
-        return next((P for ref, _, P in self._cache[q] if ref() is U), None)
+        return next((P for ref, P in self._cache[q] if ref() is U), None)
 
     def mttkrp(self, factors: Sequence[np.ndarray], p: int) -> np.ndarray:
         """M_(p) (kr_{q != p} U_q) of host factors, computed on the device."""
