@@ -31,7 +31,7 @@ FACTS = {"registry", "paper", "_io"}  # standard library only
 ANYWHERE = {"_lazy"}
 CORE = {
     "_validation", "solver", "_tcca", "_ktcca", "kernels", "learners", "baselines",
-    "_multiview", "_progress", "_spikes",
+    "_multiview", "_progress", "_spikes", "_ktcca_xp",
 }  # fmt: skip
 SKLEARN = {"compose", "model_selection"}  # scikit-learn tools on lists of views
 #: component -> the components it may import (besides itself)
@@ -74,8 +74,10 @@ CORE_LAYERS = [
     {"solver.dask_reads"},  # what a Dask pass read, checked against the first
     {"solver.dask_chunks"},
     {"solver.dask"},
+    {"solver.xp"},  # the array-API (device) passes
     {"solver.path", "solver"},  # the rank path of TCCA, KTCCA and Dask
     {"kernels", "_multiview", "_spikes"},
+    {"_ktcca_xp"},  # KTCCA's kernels and whitening on the device
     {"_tcca", "_ktcca", "baselines.*", "learners"},
 ]
 

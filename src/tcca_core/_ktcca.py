@@ -250,6 +250,23 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
         m = len(views)
         kernels = _per_view(self.kernel, m, "kernel")
         kparams = _per_view(self.kernel_params or {}, m, "kernel_params")
+        from .solver.xp import dispatch_namespace
+
+        namespace = dispatch_namespace(views)
+        if namespace is not None:  # arrays of another array-API library, on device
+            from ._ktcca_xp import ktcca_rank_path
+
+            return ktcca_rank_path(
+                views,
+                ranks,
+                params,
+                namespace,
+                warm_start=warm_start,
+                kernels=kernels,
+                kparams=kparams,
+                center=center,
+                jitter=jitter,
+            )
         views = check_views(
             views, accept_sparse=not any(k == "precomputed" for k in kernels)
         )
@@ -329,6 +346,13 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
 
     def transform(self, views, per_view: bool = False):
         """Project new samples: [Z_1 ... Z_m], shape (n_new, m r), or a list."""
+        from .solver.xp import dispatch_namespace
+
+        namespace = dispatch_namespace(views)
+        if namespace is not None:
+            from ._ktcca_xp import transform
+
+            return transform(self, views, per_view, namespace)
         return self._project(self._centered_cross(views), per_view)
 
     def _centered_cross(self, views) -> list[np.ndarray]:

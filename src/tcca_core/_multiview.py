@@ -155,7 +155,13 @@ def variate_correlations(estimator, views) -> np.ndarray:
 
     check_is_fitted(estimator)
     statistic = getattr(estimator, "_correlation_statistic", "pairwise")
-    Zs = [np.asarray(Z, dtype=float) for Z in _raw_transform(estimator, views)]
+    raw = _raw_transform(estimator, views)
+    from .solver import xp as _xp
+
+    namespace = _xp.dispatch_namespace(raw)
+    if namespace is not None:  # variates on a device: standardized there
+        return _xp.variate_correlations(estimator, raw, statistic, namespace)
+    Zs = [np.asarray(Z, dtype=float) for Z in raw]
     if Zs[0].shape[0] < 2:
         raise ValueError(
             "scoring needs at least 2 samples (correlations are computed over the "
@@ -279,7 +285,12 @@ class MultiViewMixin:
         -------
         float
         """
-        return float(np.mean(variate_correlations(self, views)))
+        rho = variate_correlations(self, views)
+        if isinstance(rho, np.ndarray):
+            return float(np.mean(rho))
+        from .solver.xp import mean_of
+
+        return mean_of(rho)  # device variates: their mean, not NumPy's conversion
 
     def _components_per_view(self) -> list[int]:
         from sklearn.utils.validation import check_is_fitted

@@ -250,6 +250,11 @@ class TCCA(
             from .solver import dask as _dask
 
             return _dask.transform(self, views, per_view=per_view)
+        from .solver import xp as _xp
+
+        namespace = _xp.dispatch_namespace(views)
+        if namespace is not None:
+            return _xp.transform(self, views, per_view, namespace)
         return super().transform(views, per_view=per_view)
 
     def _set_fitted(self, out: dict):

@@ -404,7 +404,9 @@ WINDOW = 5
 HORIZON = 1_000_000
 
 
-def _remaining(errors: Sequence[float], window: int = WINDOW) -> float:
+def _remaining(
+    errors: Sequence[float], window: int = WINDOW, eps: float | None = None
+) -> float:
     """Estimated decrease of the error still to come (inf when unknown).
 
     ALS converges linearly, and with extrapolation unevenly, so the rule looks at
@@ -415,12 +417,15 @@ def _remaining(errors: Sequence[float], window: int = WINDOW) -> float:
     drops) counts as the decrease of :data:`HORIZON` sweeps at the larger pace of
     the two windows: a swamp that falls by 1e-10 per sweep is not convergence at
     tol = 1e-5, a creep of 1e-12 of the error per sweep is (a million more sweeps
-    would not gain tol). A decrease at the level of rounding is convergence.
+    would not gain tol). A decrease at the level of rounding is convergence:
+    ``eps`` is the unit roundoff of the MTTKRPs behind the errors (default
+    float64's; float32 on a device, :mod:`.xp`).
     """
     k = len(errors) - 1
     if k < window:
         return np.inf
-    floor = 64 * np.finfo(float).eps * max(abs(errors[-1]), 1e-300)
+    eps = np.finfo(float).eps if eps is None else eps
+    floor = 64 * eps * max(abs(errors[-1]), 1e-300)
     recent = (errors[-1 - window] - errors[-1]) / window
     if recent <= floor:
         return 0.0
@@ -448,6 +453,7 @@ def cp_als(
     resume: CPResult | None = None,
     residual_sq: Residual | None = None,
     combine: bool = True,
+    eps: float | None = None,
 ) -> CPResult:
     """Run ALS from ``init``; see the module docstring for the contract.
 
@@ -461,7 +467,8 @@ def cp_als(
     (:func:`cancellation_limit`). The result's :attr:`CPResult.kept` is the iterate of
     lowest error. ``combine=False`` skips recording the line search's jumps as
     combinations of the iterates (:func:`.implicit.record_combination`), for an
-    engine that cannot use them (a dense tensor).
+    engine that cannot use them (a dense tensor). ``eps``: the unit roundoff of
+    ``mttkrp`` where it is coarser than float64's (see :func:`_remaining`).
     """
     from .implicit import record_combination
 
@@ -533,7 +540,7 @@ def cp_als(
         # the estimate must hold for two whole windows: right after the fast
         # phase the window before still holds its large decreases, and a swamp
         # shows only once both windows are in it
-        streak = streak + 1 if tol and _remaining(errors) < tol * err else 0
+        streak = streak + 1 if tol and _remaining(errors, eps=eps) < tol * err else 0
         if streak >= 2 * WINDOW:
             converged = True
             break

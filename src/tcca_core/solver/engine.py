@@ -15,6 +15,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from time import perf_counter
+from typing import Any
 
 import numpy as np
 
@@ -132,13 +133,17 @@ class MomentEngine:
     so a grid of ranks (:meth:`decompose` called repeatedly) pays for it once.
     """
 
-    def __init__(self, views: Sequence[WhitenedView], name: str):
+    def __init__(self, views: Sequence[WhitenedView], name: str, op: Any = None):
         self.views = list(views)
         self.name = name
         self.dims = [v.d for v in self.views]
         self._M: np.ndarray | None = None
         self._norm_sq: float | None = None
-        self._op = ImplicitMoment(self.views) if name == "implicit" else None
+        # ``op``: an operator of the engine's own (the array-API path's
+        # :class:`.xp.DeviceMoment`, which holds M itself for the dense engine)
+        self._op: ImplicitMoment | None = op
+        if op is None and name == "implicit":
+            self._op = ImplicitMoment(self.views)
         self._tree: dict = {}
         self._mode_grams: list[np.ndarray] | None = None
         self._hosvd: list[np.ndarray] | None = None
@@ -153,6 +158,11 @@ class MomentEngine:
         sparse = all(v.sparse is not None for v in views)
         nnz = [v.nnz_per_row for v in views] if sparse else None
         return cls(views, choose_engine(N, dims, rank, algorithm, nnz))
+
+    @property
+    def _holds_M(self) -> bool:
+        """Whether ALS runs on M built (the dense engines, on the host or a device)."""
+        return self._op is None or bool(getattr(self._op, "dense", False))
 
     @property
     def M(self) -> np.ndarray:
@@ -195,6 +205,9 @@ class MomentEngine:
         slabs of an implicit one; no more than 64 MB of M at a time. None where even
         a one-column slab would exceed that (:func:`_unfolding_plan`).
         """
+        own: Any = self._op
+        if own is not None and not isinstance(own, ImplicitMoment):
+            return own.residual_sq(factors)
         plan = _unfolding_plan(self.dims)
         if plan is None:
             return None
@@ -242,6 +255,9 @@ class MomentEngine:
         Otherwise by blocks of samples (:func:`correlations`). Same values to
         rounding.
         """
+        own: Any = self._op
+        if own is not None and not isinstance(own, ImplicitMoment):
+            return own.correlations(factors)
         if self._M is None:
             return correlations(self.views, factors)
         B = _dense.dense_mttkrp(self._M, factors, 0)
@@ -251,7 +267,7 @@ class MomentEngine:
         """Flops of the exact HOSVD start (0 once the mode Grams exist)."""
         if self._mode_grams is not None:
             return 0.0
-        if self._op is None:
+        if self._holds_M:
             return 2.0 * _prod(self.dims) * sum(self.dims)
         v = self.views
         return min(
@@ -265,7 +281,7 @@ class MomentEngine:
 
     def sweep_cost(self, rank: int) -> float:
         """Flops of one ALS sweep at ``rank``."""
-        if self._op is None:
+        if self._holds_M:
             return 4.0 * rank * _prod(self.dims)
         return 4.0 * self.views[0].N * rank * sum(self.dims)
 
@@ -448,6 +464,7 @@ class MomentEngine:
                 residual_sq=self.residual_sq,
                 combine=self._op is not None,
                 callback=_progress.sweep_callback(),
+                eps=getattr(self._op, "eps", None),
             )
 
         def last(res):  # the error of the iterate a fit would keep

@@ -82,8 +82,14 @@ def tcca_rank_path(
     (C~_pp^(-1/2)), ``projections`` (W_p = C~_pp^(-1/2) U_p) and ``swamped`` (the
     warning when eps swamps the covariances, or None) to :func:`rank_path`'s.
     """
+    from .xp import DeviceSource, dispatch_namespace
+
+    namespace = None if is_dask_views(views) else dispatch_namespace(views)
+    device = None if namespace is None else DeviceSource(*namespace)
     if is_dask_views(views):  # every pass over the data as Dask tasks
         from . import dask as source
+    elif device is not None:  # arrays of another array-API library, on device
+        source = device  # type: ignore[assignment]
     else:
         source = _InMemory  # type: ignore[assignment]
     views = source.check_views(views, params.algorithm)
@@ -110,9 +116,12 @@ def tcca_rank_path(
             },
         )
 
-    return rank_path(
+    outs = rank_path(
         "TCCA", ranks, params, warm_start=warm_start, shape=(N, dims), setup=setup
     )
+    if device is not None:
+        return device.finish(outs, views[0].dtype)
+    return outs
 
 
 class _InMemory:
