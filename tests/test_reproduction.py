@@ -659,7 +659,7 @@ def test_a_stale_reproduction_md_is_found(tmp_path, capsys):
 
     for part in ("results/summary.json", "config/config.yaml",
                  "workflow/schemas/config.schema.yaml", "REPRODUCTION.md",
-                 "release/manifest.json"):  # fmt: skip
+                 "release/manifest.json", "release/status.json"):  # fmt: skip
         (tmp_path / part).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / part, tmp_path / part)
     for part in ("docs", "investigations/results"):
