@@ -4,8 +4,9 @@
 field declares its default and what it may be (scikit-learn's parameter
 constraints), so that :class:`tcca_core.TCCA`, :class:`tcca_core.KTCCA`, the
 functions behind them and the Dask route validate the same declarations, once,
-and hand the one value down to the engine and its ALS. A new option is a field
-here, its parameter in the estimators and its use.
+and hand the one value down to the engine and its ALS. The estimators' defaults
+are these fields' (``tol: float = SolverParams.tol``), so a default changes here
+alone. A new option is a field here, its parameter in the estimators and its use.
 """
 
 from __future__ import annotations
