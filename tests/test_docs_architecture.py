@@ -97,3 +97,14 @@ def test_a_stale_name_and_an_unnamed_package_are_found():
         "datasets"
     ]
     assert unnamed_packages("the datasets/ package", ["sets"]) == ["sets"]
+
+
+def test_benchmarks_md_is_a_manual():
+    """BENCHMARKS.md holds the current numbers, not their history: under 400 lines,
+    and no heading carries a date (the record is docs/history/benchmarks.md)."""
+    import re
+
+    text = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) < 400
+    headings = [ln for ln in text.splitlines() if ln.startswith("#")]
+    assert not [h for h in headings if re.search(r"\b(19|20)\d\d\b", h)], headings
