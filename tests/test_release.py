@@ -44,9 +44,9 @@ def head_status():
 
 @pytest.fixture(scope="module")
 def verified(head_status):
-    """The code of this tree as the check found it: each number-neutral method's
-    executed modules (a changed module is then seen against this tree)."""
-    return head_status["verified"]
+    """The code of this tree as the check ran it: each method's executed modules
+    (a changed module is then seen against this tree, moved numbers or not)."""
+    return head_status["executed"]
 
 
 # ------------------------------------------------------------ module digests
@@ -189,9 +189,10 @@ def test_messages_and_unexecuted_code_stale_nothing(tmp_path, manifest, verified
 
 
 def test_a_numeric_change_names_its_methods(tmp_path, manifest, verified):
-    """A changed ALS constant is a change of the fit code of TCCA, its uncentered
-    variant and KTCCA, a changed default of TCCA (its tolerance) of the first
-    two, and neither of any other method (compared with this tree as checked)."""
+    """A changed ALS constant or solver default (the tolerance) is a change of the
+    fit code of TCCA, its uncentered variant and KTCCA, a changed default of TCCA
+    alone (center) of the first two, and none of any other method (compared with
+    this tree as checked)."""
     here = release.code_changes(manifest, REPO, verified=verified)
 
     def grown(edit):
@@ -207,8 +208,10 @@ def test_a_numeric_change_names_its_methods(tmp_path, manifest, verified):
     als = grown(("solver/als.py", "WINDOW = 5", "WINDOW = 6"))
     assert set(als) == {"tcca", "tcca_nc", "ktcca"}, als
     assert als["ktcca"] == ["tcca_core/solver/als.py"]
-    tol = grown(("_tcca.py", "tol: float = 1e-5", "tol: float = 1e-4"))
-    assert set(tol) == {"tcca", "tcca_nc"}, tol
+    tol = grown(("solver/params.py", "_option(1e-5,", "_option(1e-4,"))
+    assert set(tol) == {"tcca", "tcca_nc", "ktcca"}, tol
+    center = grown(("_tcca.py", "center: bool = True", "center: bool = False"))
+    assert set(center) == {"tcca", "tcca_nc"}, center
 
 
 # ------------------------------------------------------------- the sentinel

@@ -298,9 +298,10 @@ def check_head(
     verdict of :func:`tcca_core.pipeline.sentinel.compare`, None without
     ``refit``), ``environment_matches`` (whether this machine and its numerics
     are the release sentinel's: if not, a difference may be rounding, and the
-    status says so), ``stale`` (:func:`stale_outputs`) and ``verified``: per
-    method whose sentinel fits are the release's, the modules they executed
-    here and their digests (what the next check compares with). With
+    status says so), ``stale`` (:func:`stale_outputs`), ``executed``: per
+    method, the modules its sentinel fits executed here and their digests, and
+    ``verified``: the same for the methods whose fits are the release's (what
+    the next check compares with; :func:`record` keeps it, not ``executed``). With
     ``mirror`` (a folder of raw files, as the pipeline's ``mirror``), the data
     sets whose prepared views the release recorded are prepared again
     (:func:`data_check`): when every one is identical, the data code is
@@ -316,16 +317,17 @@ def check_head(
     if before.get("release") != manifest["version"]:
         verified = {}  # a check against another release vouches for nothing here
     changes = code_changes(manifest, repo, verified=verified)
-    verdict = None
+    verdict, executed = None, {}
     if refit:
         baseline = read_baseline(repo / SENTINEL)
         rows, fits, modules = run_sentinel(progress=progress)
         verdict = compare(baseline, rows, fits)
-        for method, mods in modules.items():
+        executed = {method: module_digests(mods) for method, mods in modules.items()}
+        for method, digests in executed.items():
             if method in verdict["moved"]:
                 verified.pop(method, None)
             else:
-                verified[method] = module_digests(mods)
+                verified[method] = digests
     data = None
     verified_data = dict(before.get("verified_data") or {}) if verified else {}
     if mirror is not None:
@@ -353,6 +355,7 @@ def check_head(
         "environment_matches": _environment() == manifest.get("environment"),
         "stale": stale_outputs(manifest, changes, moved),
         "verified": verified,
+        "executed": executed,
         "data": data if data is not None else before.get("data"),
         "verified_data": verified_data,
     }
@@ -400,9 +403,8 @@ def record(repo: str | os.PathLike, status: Mapping) -> Path:
     from .report_jobs import rewrite_reproduction
 
     repo = Path(repo)
-    atomic_write_text(
-        repo / STATUS, json.dumps(dict(status), indent=1, sort_keys=True) + "\n"
-    )
+    kept = {k: v for k, v in status.items() if k != "executed"}  # this run's only
+    atomic_write_text(repo / STATUS, json.dumps(kept, indent=1, sort_keys=True) + "\n")
     rewrite_reproduction(repo)
     return repo / STATUS
 
