@@ -205,12 +205,15 @@ def test_a_numeric_change_names_its_methods(tmp_path, manifest, verified):
         }
         return {m: mods for m, mods in out.items() if mods}
 
-    als = grown(("solver/als.py", "WINDOW = 5", "WINDOW = 6"))
+    # each edit changes the expression whatever its value is now
+    als = grown(("solver/als.py", "\nWINDOW = ", "\nWINDOW = 1 + "))
     assert set(als) == {"tcca", "tcca_nc", "ktcca"}, als
     assert als["ktcca"] == ["tcca_core/solver/als.py"]
-    tol = grown(("solver/params.py", "_option(1e-5,", "_option(1e-4,"))
+    tol = grown(
+        ("solver/params.py", "tol: float = _option(", "tol: float = _option(2 * ")
+    )
     assert set(tol) == {"tcca", "tcca_nc", "ktcca"}, tol
-    center = grown(("_tcca.py", "center: bool = True", "center: bool = False"))
+    center = grown(("_tcca.py", "center: bool = ", "center: bool = not "))
     assert set(center) == {"tcca", "tcca_nc"}, center
 
 
