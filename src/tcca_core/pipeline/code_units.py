@@ -24,7 +24,7 @@ import hashlib
 import os
 import sys
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -178,12 +178,3 @@ def executed_modules(
     finally:
         sys.setprofile(before)
         threading.setprofile(before_threads)
-
-
-def changed_modules(recorded: Mapping[str, str], root=None) -> dict[str, tuple]:
-    """Return the modules of ``recorded`` (``{module: digest}``) whose code differs.
-
-    As ``{module: (recorded digest, digest now)}``.
-    """
-    now = module_digests(recorded, root)
-    return {m: (d, now[m]) for m, d in recorded.items() if now[m] != d}

@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..registry import METHODS
+from ..reporting import method_label
 
 __all__ = [
     "MANIFEST",
@@ -60,10 +60,6 @@ def _code(text) -> str:
     return "`" + str(text).replace("`", "") + "`"
 
 
-def _label(method: str) -> str:
-    return METHODS[method].label if method in METHODS else method
-
-
 def drift_table(moved: Mapping[str, Mapping]) -> str:
     """Return the methods the sentinel moved as a Markdown table (registry labels)."""
     lines = [
@@ -75,7 +71,7 @@ def drift_table(moved: Mapping[str, Mapping]) -> str:
         corr = "-" if not m["fits"] else f"{m['max_abs_corr']:.3g}"
         extra = f" ({m['missing']} on one side only)" if m.get("missing") else ""
         lines.append(
-            f"| {_label(method)}{extra} | {m['rows']} | {m['fits']} | "
+            f"| {method_label(method)}{extra} | {m['rows']} | {m['fits']} | "
             f"{m['max_abs_acc']:.3g} | {corr} |"
         )
     return "\n".join(lines)
@@ -92,7 +88,7 @@ def release_banner(manifest: Mapping | None, status: Mapping | None) -> str:
     version = manifest["version"]
     moved = ((status or {}).get("sentinel") or {}).get("moved") or {}
     if moved:
-        names = ", ".join(_label(m) for m in moved)
+        names = ", ".join(method_label(m) for m in moved)
         return (
             f"> **Every number here is release {version}'s; the library has moved "
             f"since** (the fits of {names}): see [Release](#release) for the drift."
@@ -167,7 +163,7 @@ def release_section(manifest: Mapping | None, status: Mapping | None) -> str:
                 "fits."
             )
         return f"{head}\n\n{body}{tail}"
-    names = ", ".join(_label(m) for m in moved)
+    names = ", ".join(method_label(m) for m in moved)
     body = (
         f"> **The library has moved since release {version}.** At commit {commit} "
         f"the sentinel refit ({_RECORD}) moved the fits of {names}. Every number "
