@@ -153,7 +153,11 @@ def test_one_hot_views_make_the_numpy_choices(backend):
     views = _one_hot()
     ref = TCCA(2, random_state=1, **FIXED).fit(views)
     est = TCCA(2, random_state=1, **FIXED).fit([move(v) for v in views])
-    _check_fit(est, ref, dev)
+    # two nearly tied components (weights 140.55 and 140.44) turn slowly in their
+    # plane for all 200 sweeps, which amplifies rounding: the host builds M from
+    # sparse moments, the device from dense rows, and the fits differ by 3e-16
+    # of the weights after 10 sweeps, 5e-10 after 50 and 2e-8 after 200
+    _check_fit(est, ref, dev, tol=1e-7)
 
 
 def test_fit_path_and_functions_equal_numpy(backend):

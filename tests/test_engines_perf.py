@@ -101,7 +101,7 @@ def test_engines_agree_on_onehot_dense_input(rng):
     N = 500
     views = [_onehot(rng, N, 40, 2), _onehot(rng, N, 30, 1), _onehot(rng, N, 60, 3)]
     init = [rng.standard_normal((X.shape[1], 3)) for X in views]
-    kw = dict(init=init, tol=0, max_iter=25, linesearch=False)
+    kw = dict(init=init, tol=0, max_iter=25, acceleration=None)
     ref = TCCA(3, algorithm="tensorly", **kw).fit(views)
     for algo in ("dense", "implicit"):
         est = TCCA(3, algorithm=algo, **kw).fit(views)
@@ -139,7 +139,7 @@ def test_hosvd_init_is_engine_independent(rng):
         for v in views
     ]
     fits = [
-        TCCA(3, init="hosvd", algorithm=a, linesearch=False, n_init=1).fit(views)
+        TCCA(3, init="hosvd", algorithm=a, acceleration=None, n_init=1).fit(views)
         for a in ("dense", "implicit")
     ]
     assert len({f.n_iter_ for f in fits}) == 1

@@ -51,9 +51,9 @@ def test_dense_and_implicit_engines_agree(rng, m):
     views = _views(rng, [3, 4, 5, 3][:m], N)
     init = [rng.standard_normal((N, r)) for _ in range(m)]
     if m == 2:  # exact SVD in our engines: compare with a converged parafac
-        kw = dict(kernel="rbf", tol=1e-14, max_iter=5000, linesearch=False)
+        kw = dict(kernel="rbf", tol=1e-14, max_iter=5000, acceleration=None)
     else:
-        kw = dict(kernel="rbf", init=init, tol=0, max_iter=30, linesearch=False)
+        kw = dict(kernel="rbf", init=init, tol=0, max_iter=30, acceleration=None)
     a = KTCCA(r, algorithm="tensorly", **kw).fit(views)
     for algo in ("dense", "implicit"):
         b = KTCCA(r, algorithm=algo, **kw).fit(views)

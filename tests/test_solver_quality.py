@@ -250,7 +250,7 @@ def test_converged_tells_the_truth(rng):
     # running on from the converged factors changes the fit by less than tol
     scaled = [done.factors_[0] * done.weights_, *done.factors_[1:]]
     _, mttkrp, norm_sq = _whitened_moments(views)
-    more = cp_als(mttkrp, norm_sq, scaled, max_iter=200, tol=0, linesearch=False)
+    more = cp_als(mttkrp, norm_sq, scaled, max_iter=200, tol=0, acceleration=None)
     assert more.errors[-1] > done.reconstruction_errors_[-1] - 1e-6
 
 
@@ -264,13 +264,43 @@ def test_max_iter_warning_says_whether_the_error_still_falls():
     assert "unlikely to lower it" in stalled
 
 
-def test_linesearch_cuts_sweeps_to_the_same_optimum(rng):
+@pytest.mark.parametrize("acceleration", ["linesearch", "momentum"])
+def test_acceleration_cuts_sweeps_to_the_same_optimum(rng, acceleration):
     views = _planted(rng, N=2000, dims=(10, 9, 8))
     kw = dict(init="random", n_init=1, random_state=3, tol=1e-9, max_iter=3000)
-    plain = TCCA(3, linesearch=False, **kw).fit(views)
-    fast = TCCA(3, linesearch=True, **kw).fit(views)
+    plain = TCCA(3, acceleration=None, **kw).fit(views)
+    fast = TCCA(3, acceleration=acceleration, **kw).fit(views)
     assert fast.reconstruction_errors_[-1] <= plain.reconstruction_errors_[-1] + 1e-7
     assert fast.n_iter_ < plain.n_iter_
+
+
+def test_momentum_never_raises_the_error_and_counts_its_restarts(rng):
+    """The function restart rejects every momentum step that would raise the
+    error, so the trace is monotone (exact ALS never rises), unlike unguarded
+    extrapolation; accepted steps are counted in n_jumps."""
+    from tcca_core.solver.als import MOMENTUM_START
+
+    Y, mttkrp, norm_sq = _whitened_moments(_planted(rng, N=1500, dims=(9, 8, 7)))
+    U0 = init_factors(mttkrp, [9, 8, 7], 4, "random", np.random.default_rng(1))
+    res = cp_als(mttkrp, norm_sq, U0, max_iter=200, tol=0)
+    e = np.array(res.errors)
+    assert np.all(np.diff(e) <= 1e-12 * e[1:])
+    assert 0 < res.n_jumps < res.n_iter
+    assert res.state["beta"] != MOMENTUM_START  # the weight adapted
+
+
+def test_linesearch_is_deprecated_for_acceleration(rng):
+    views = _planted(rng, N=300, dims=(5, 4, 3))
+    kw = dict(init="hosvd", n_init=1, tol=0, max_iter=20)
+    with pytest.warns(FutureWarning, match="acceleration='linesearch'"):
+        old = TCCA(2, linesearch=True, **kw).fit(views)
+    new = TCCA(2, acceleration="linesearch", **kw).fit(views)
+    assert old.reconstruction_errors_ == new.reconstruction_errors_
+    with pytest.warns(FutureWarning, match="acceleration=None"):
+        old = TCCA(2, linesearch=False, **kw).fit(views)
+    assert old.reconstruction_errors_ == TCCA(2, acceleration=None, **kw).fit(
+        views
+    ).reconstruction_errors_
 
 
 def test_als_resumed_in_bursts_equals_one_run(rng):
@@ -320,7 +350,7 @@ def test_a_diverging_als_keeps_the_best_iterate(rng):
     views = _planted(rng, N=500, dims=(6, 5, 4))
     Y, mttkrp, norm_sq = _whitened_moments(views)
     U0 = [rng.standard_normal((Yp.shape[1], 3)) for Yp in Y]
-    clean = cp_als(mttkrp, norm_sq, U0, max_iter=4, tol=0, linesearch=False)
+    clean = cp_als(mttkrp, norm_sq, U0, max_iter=4, tol=0, acceleration=None)
     noise = np.random.default_rng(0)
     breaking, count = _faulty(  # sweeps 5, 6: wrong updates; overflow from sweep 7
         mttkrp,
@@ -336,7 +366,7 @@ def test_a_diverging_als_keeps_the_best_iterate(rng):
 
     with np.errstate(all="ignore"):
         res = cp_als(
-            breaking, norm_sq, U0, max_iter=50, tol=0, linesearch=False,
+            breaking, norm_sq, U0, max_iter=50, tol=0, acceleration=None,
             callback=callback,
         )  # fmt: skip
     assert len(seen) == 6 and min(seen[4:]) > seen[3]  # the error rose, then overflowed
@@ -378,7 +408,8 @@ def test_tcca_says_when_als_broke_down(rng, monkeypatch, caplog):
     k = est.n_iter_
     assert k <= 9 and est.reconstruction_errors_[-1] == min(est.reconstruction_errors_)
     monkeypatch.setattr(als, "cp_als", real)
-    with pytest.warns(ConvergenceWarning, match="max_iter"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # may have converged
         clean = TCCA(2, init="hosvd", n_init=1, max_iter=k).fit(views)
     assert est.reconstruction_errors_ == clean.reconstruction_errors_
     assert_allclose(est.transform(views), clean.transform(views), rtol=0, atol=0)
@@ -395,11 +426,11 @@ def test_a_diverging_als_returns_a_finite_iterate(rng):
     views = _planted(rng, N=500, dims=(6, 5, 4))
     Y, mttkrp, norm_sq = _whitened_moments(views)
     U0 = [rng.standard_normal((Yp.shape[1], 3)) for Yp in Y]
-    clean = cp_als(mttkrp, norm_sq, U0, max_iter=6, tol=0, linesearch=False)
+    clean = cp_als(mttkrp, norm_sq, U0, max_iter=6, tol=0, acceleration=None)
     poisoned, callback = _faulty(mttkrp, overflow_after=6)
     with np.errstate(all="ignore"):
         res = cp_als(
-            poisoned, norm_sq, U0, max_iter=50, tol=0, linesearch=False,
+            poisoned, norm_sq, U0, max_iter=50, tol=0, acceleration=None,
             callback=callback,
         )  # fmt: skip
     assert res.diverged and not res.converged
@@ -510,9 +541,9 @@ def test_a_sketch_as_wide_as_every_mode_makes_no_power_iterations(rng, rank, swe
         assert_allclose(u.T @ u, np.eye(rank), atol=1e-12)
 
 
-@pytest.mark.parametrize("linesearch", [True, False])
+@pytest.mark.parametrize("acceleration", ["momentum", "linesearch", None])
 @pytest.mark.parametrize("spread", [12, 16, 60, 160])
-def test_als_iterates_do_not_depend_on_column_scales(rng, spread, linesearch):
+def test_als_iterates_do_not_depend_on_column_scales(rng, spread, acceleration):
     """Exact ALS, extrapolation included, is invariant to rescaling the columns of
     the start (the CP tensor is the same): so must the computed run be. The
     unnormalized solve gave traces 0.03 (1e12) to 0.14 (1e16) off, and from 1e80 a
@@ -520,7 +551,7 @@ def test_als_iterates_do_not_depend_on_column_scales(rng, spread, linesearch):
     views = _planted(rng, N=2000, dims=(12, 10, 8))
     _, mttkrp, norm_sq = _whitened_moments(views)
     U0 = [np.linalg.qr(rng.standard_normal((d, 6)))[0] for d in (12, 10, 8)]
-    kw = dict(max_iter=60, tol=0, linesearch=linesearch)
+    kw = dict(max_iter=60, tol=0, acceleration=acceleration)
     base = cp_als(mttkrp, norm_sq, U0, **kw)
     res = cp_als(mttkrp, norm_sq, _scaled(U0, spread), **kw)
     assert_allclose(res.errors, base.errors, rtol=1e-8, atol=0)
@@ -534,8 +565,8 @@ def _rises(errors):
     return float(np.max((e - low) / low))
 
 
-@pytest.mark.parametrize("linesearch", [True, False])
-def test_als_error_never_rises_above_its_running_minimum(rng, linesearch):
+@pytest.mark.parametrize("acceleration", ["momentum", "linesearch", None])
+def test_als_error_never_rises_above_its_running_minimum(rng, acceleration):
     """Exact ALS cannot raise the error; a rise above rounding is a solver bug.
     Planted problems of 3 and 4 views, random, HOSVD-like and badly scaled starts."""
     worst = 0.0
@@ -562,7 +593,7 @@ def test_als_error_never_rises_above_its_running_minimum(rng, linesearch):
             starts.append(_scaled(starts[0], 20))
             for U0 in starts:
                 res = cp_als(
-                    mttkrp, norm_sq, U0, max_iter=150, tol=0, linesearch=linesearch
+                    mttkrp, norm_sq, U0, max_iter=150, tol=0, acceleration=acceleration
                 )
                 worst = max(worst, _rises(res.errors))
     assert worst <= 1e-9

@@ -150,7 +150,7 @@ def test_cp_als_with_line_search_matches_a_dense_reference():
         return _reference(Ys, f, p, M)
 
     U0 = [rng.standard_normal((v.d, 4)) for v in views]
-    kw = dict(max_iter=12, tol=0, linesearch=True)
+    kw = dict(max_iter=12, tol=0, acceleration="linesearch")
     fast = als.cp_als(op.mttkrp, norm_sq, U0, **kw)
     slow = als.cp_als(reference, norm_sq, U0, **kw)
     assert fast.n_jumps > 0 and fast.n_jumps < fast.n_iter - 1  # both branches ran
@@ -176,28 +176,40 @@ def _count_products(monkeypatch):
     return rows
 
 
-@pytest.mark.parametrize(("kinds", "per_sweep"), [("dense", 3), ("sparse", 5)])
-def test_a_sweep_makes_each_projection_once(monkeypatch, kinds, per_sweep):
+@pytest.mark.parametrize(
+    ("kinds", "acceleration", "per_sweep"),
+    [("dense", "linesearch", 3), ("sparse", "linesearch", 5), ("dense", "momentum", 3)],
+)
+def test_a_sweep_makes_each_projection_once(
+    monkeypatch, kinds, acceleration, per_sweep
+):
     """A sweep with the line search projects each view once (dense views: the jump's
     projections are combinations of known ones); sparse views recompute the jump's,
-    which costs less than combining."""
+    which costs less than combining. The momentum's extrapolated start is such a
+    combination too."""
     rng = np.random.default_rng(11)
     views, _ = _whiten(_views(rng, (kinds,) * 3, N=300))
     op = ImplicitMoment(views)
     U0 = [rng.standard_normal((v.d, 3)) for v in views]
-    warm = als.cp_als(op.mttkrp, 1.0, U0, max_iter=3, tol=0)
+    # the true norm: a momentum step is kept by the error it reaches
+    norm_sq = op.norm_sq()
+    warm = als.cp_als(
+        op.mttkrp, norm_sq, U0, max_iter=3, tol=0, acceleration=acceleration
+    )
     rows = _count_products(monkeypatch)
     seen = []
-    als.cp_als(
+    res = als.cp_als(
         op.mttkrp,
-        1.0,
+        norm_sq,
         max_iter=warm.n_iter + 5,
         tol=0,
         resume=warm,
         callback=lambda n, e: seen.append(rows[0]),
+        acceleration=acceleration,
     )
     # after the first resumed sweep (cold cache), every sweep makes per_sweep
     assert np.diff(seen).tolist() == [per_sweep * 300] * 4
+    assert res.n_jumps > warm.n_jumps  # the accelerated steps were taken
 
 
 def test_sparse_kernels_match_the_public_products(monkeypatch):

@@ -155,7 +155,7 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
         (+0.3 s at N = 500, minutes at N = 5,597); ``"auto"`` takes it unless it
         costs more than the ALS sweeps, and the randomized start with power
         iterations otherwise.
-    max_iter, tol, n_init, linesearch, random_state, algorithm, verbose
+    max_iter, tol, n_init, acceleration, random_state, algorithm, verbose
         As in :class:`tcca_core.TCCA`; the dense engine builds the N^m tensor S.
 
     Attributes
@@ -190,7 +190,8 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
         tol: float = SolverParams.tol,
         init=SolverParams.init,
         n_init: int | str = SolverParams.n_init,
-        linesearch: bool = SolverParams.linesearch,
+        acceleration: str | None = SolverParams.acceleration,
+        linesearch="deprecated",
         random_state=SolverParams.random_state,
         algorithm: str = SolverParams.algorithm,
         verbose: int = 0,
@@ -205,6 +206,7 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
         self.tol = tol
         self.init = init
         self.n_init = n_init
+        self.acceleration = acceleration
         self.linesearch = linesearch
         self.random_state = random_state
         self.algorithm = algorithm

@@ -106,10 +106,20 @@ class TCCA(
         large ones, where the exact HOSVD start is within 0.1 % of the best,
         run once. The starts race: all run five sweeps, the best two ten more,
         and the better of them runs on, so ten starts cost about two fits.
-    linesearch : bool, default=True
-        Extrapolate the factors after each ALS sweep and keep the jump when it
-        lowers the error (Bro's line search). Fewer
-        sweeps to the same optimum.
+    acceleration : {"momentum", "linesearch"} or None, default="momentum"
+        How ALS is sped up. ``"momentum"``: each sweep starts from the last
+        iterate pushed further along the last step, X_k + beta (X_k - X_(k-1)),
+        with a weight beta that grows while such sweeps lower the error; a sweep
+        that raises it is redone from X_k and beta shrinks (Nesterov-type
+        momentum with function restart, Mitchell, Ye & De Sterck 2020). Free on
+        an accepted sweep, never raises the error, and takes 1.3 to 6 times
+        fewer sweeps to the same objective than the line search.
+        ``"linesearch"``: Bro's extrapolation after each sweep, kept when it
+        lowers the error (one more MTTKRP a sweep; the default of tcca 1.0).
+        None: plain ALS.
+    linesearch : bool
+        Deprecated: ``True`` is ``acceleration="linesearch"``, ``False`` is
+        ``acceleration=None``.
     random_state : int in [0, 2**32 - 1], numpy Generator, RandomState or None
         Seeds the initialization; the same seed gives bit-identical results.
     algorithm : {"auto", "dense", "implicit", "tensorly"}, default="auto"
@@ -205,7 +215,8 @@ class TCCA(
         tol: float = SolverParams.tol,
         init=SolverParams.init,
         n_init: int | str = SolverParams.n_init,
-        linesearch: bool = SolverParams.linesearch,
+        acceleration: str | None = SolverParams.acceleration,
+        linesearch="deprecated",
         random_state=SolverParams.random_state,
         algorithm: str = SolverParams.algorithm,
         center: bool = True,
@@ -217,6 +228,7 @@ class TCCA(
         self.tol = tol
         self.init = init
         self.n_init = n_init
+        self.acceleration = acceleration
         self.linesearch = linesearch
         self.random_state = random_state
         self.algorithm = algorithm

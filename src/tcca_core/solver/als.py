@@ -40,7 +40,7 @@ rounding. Two things differ from plain ALS, both measured in BENCHMARKS.md
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.linalg.lapack import dgesv as _gesv
@@ -75,8 +75,8 @@ class CPResult:
     errors: list[float]
     #: sweeps whose extrapolated factors were kept
     n_jumps: int = 0
-    #: the line search's and the stopping rule's state, to resume the run
-    state: tuple = (2.0, 0, 0)
+    #: the acceleration's and the stopping rule's state, to resume the run
+    state: dict = field(default_factory=dict)
     #: a degenerate fit: a sweep overflowed, or its components grew so far beyond
     #: the tensor that the error is unresolved (:data:`DEGENERATE`); the factors
     #: are the best (lowest-error) iterate, and resuming cannot help
@@ -441,6 +441,18 @@ def _remaining(
     return min(window * recent * max(rho / (1.0 - rho), 1.0), horizon)
 
 
+#: Adaptive momentum (:func:`cp_als`, ``acceleration="momentum"``): the first
+#: weight, its growth after an accepted step, the growth of its cap, and its
+#: shrinkage after a rejected one (Ang & Gillis 2019's values, which Mitchell,
+#: Ye & De Sterck 2020 found effective for CP-ALS with function restart).
+MOMENTUM_START = 0.5
+MOMENTUM_GROW = 1.05
+MOMENTUM_CAP_GROW = 1.01
+MOMENTUM_SHRINK = 1.5
+
+ACCELERATIONS = ("momentum", "linesearch", None)
+
+
 def cp_als(
     mttkrp: Mttkrp,
     norm_sq: float,
@@ -448,62 +460,130 @@ def cp_als(
     *,
     max_iter: int,
     tol: float,
-    linesearch: bool = True,
+    acceleration: str | None = "momentum",
+    linesearch: bool | None = None,
     callback: Callable[[int, float], None] | None = None,
     resume: CPResult | None = None,
     residual_sq: Residual | None = None,
     combine: bool = True,
     eps: float | None = None,
+    gram_offsets: Sequence[np.ndarray] | None = None,
 ) -> CPResult:
     """Run ALS from ``init``; see the module docstring for the contract.
 
     Stops when the estimated decrease of the error still to come is below
     ``tol`` times the error (``converged=True``; see :func:`_remaining`) or after
     ``max_iter`` sweeps (``converged=False``); ``tol=0`` runs all sweeps.
-    ``resume`` continues an earlier run (its factors, errors and line-search
-    state; ``max_iter`` then counts its sweeps too), so a run cut into bursts
-    gives the same iterates as one run. ``residual_sq`` is the engine's direct
-    ||T - T_hat||^2, used where the Gram formula of the error would cancel
-    (:func:`cancellation_limit`). The result's :attr:`CPResult.kept` is the iterate of
-    lowest error. ``combine=False`` skips recording the line search's jumps as
-    combinations of the iterates (:func:`.implicit.record_combination`), for an
-    engine that cannot use them (a dense tensor). ``eps``: the unit roundoff of
-    ``mttkrp`` where it is coarser than float64's (see :func:`_remaining`).
+
+    ``acceleration``: ``"momentum"`` (the default) sweeps from the extrapolated
+    point X_k + beta (X_k - X_(k-1)) instead of X_k, with an adaptive weight
+    beta and a function restart: a sweep whose error is above the last one's is
+    discarded and redone from X_k, and beta shrinks (Nesterov-type momentum for
+    ALS, Mitchell, Ye & De Sterck 2020; the weight rule of Ang & Gillis 2019).
+    It costs nothing on an accepted sweep and a second sweep on a rejected one,
+    and never raises the error. ``"linesearch"`` is Bro's extrapolation after
+    each sweep (one more MTTKRP a sweep, the jump kept when it lowers the
+    error); None is plain ALS. ``linesearch`` (bool) is the older spelling:
+    True means ``"linesearch"``, False None.
+
+    ``resume`` continues an earlier run (its factors, errors and the
+    acceleration's state; ``max_iter`` then counts its sweeps too), so a run cut
+    into bursts gives the same iterates as one run. ``residual_sq`` is the
+    engine's direct ||T - T_hat||^2, used where the Gram formula of the error
+    would cancel (:func:`cancellation_limit`). The result's
+    :attr:`CPResult.kept` is the iterate of lowest error. ``combine=False``
+    skips recording extrapolated factors as combinations of the iterates
+    (:func:`.implicit.record_combination`), for an engine that cannot use them
+    (a dense tensor). ``eps``: the unit roundoff of ``mttkrp`` where it is
+    coarser than float64's (see :func:`_remaining`). ``gram_offsets``: per
+    mode, a term added to the start's Gram matrix until that mode is first
+    updated: the Gram matrix of the part of a start that a compressed tensor
+    cannot see (:meth:`.engine.MomentEngine.decompose`), so that a compressed
+    run makes the uncompressed run's iterates.
     """
     from .implicit import record_combination
 
+    if linesearch is not None:
+        acceleration = "linesearch" if linesearch else None
+    if acceleration not in ACCELERATIONS:
+        raise ValueError(
+            f"acceleration must be 'momentum', 'linesearch' or None, got {acceleration!r}"
+        )
     if resume is not None:
         factors = list(resume.factors)
         errors = list(resume.errors)
         n_iter, n_jumps = resume.n_iter, resume.n_jumps
-        acc_pow, acc_fail, streak = resume.state
+        state = dict(resume.state)
         best_n, best_factors = resume.best or (resume.n_iter, resume.factors)
+        grams = [U.T @ U for U in factors]
     else:
         assert init is not None, "cp_als needs init or resume"
-        factors, _ = _balance([U.copy() for U in init], None)
+        factors = [U.copy() for U in init]
+        if gram_offsets is None:
+            factors, _ = _balance(factors, None)
         errors = []
-        n_iter = n_jumps = streak = 0
-        acc_pow, acc_fail = 2.0, 0  # tensorly's defaults for the extrapolation step
+        n_iter = n_jumps = 0
+        # tensorly's defaults for the line search's step; the momentum's weight
+        state = {
+            "acc_pow": 2.0,
+            "acc_fail": 0,
+            "streak": 0,
+            "beta": MOMENTUM_START,
+            "beta_cap": 1.0,
+            "previous": None,
+        }
         best_n, best_factors = 0, factors
+        grams = [U.T @ U for U in factors]
+        if gram_offsets is not None:
+            grams = [G + C for G, C in zip(grams, gram_offsets, strict=True)]
     m = len(factors)
     r = factors[0].shape[1]
-    grams = [U.T @ U for U in factors]
     limit = cancellation_limit(tol)
     others = [[q for q in range(m) if q != p] for p in range(m)]
+
+    def sweep(new, new_grams):
+        # one ALS sweep, in place on the lists it is given (a start's factor goes
+        # as soon as it is replaced, and with it the engine's product with it);
+        # mode 0's factor of the start is never read
+        for p in range(m):
+            first, *rest = others[p]
+            V = new_grams[first] * new_grams[rest[0]] if rest else new_grams[first].copy()
+            for q in rest[1:]:
+                V *= new_grams[q]
+            B = mttkrp(new, p)
+            new[p] = _solve_normal(V, B)
+            new_grams[p] = new[p].T @ new[p]
+        err = _error(norm_sq, B, new, new_grams, residual_sq, limit)
+        return new, new_grams, err
+
     converged = diverged = False
     for iteration in range(n_iter, max_iter):
         n_iter = iteration + 1
-        before = factors
-        factors = list(factors)
-        for p in range(m):
-            first, *rest = others[p]
-            V = grams[first] * grams[rest[0]] if rest else grams[first].copy()
-            for q in rest[1:]:
-                V *= grams[q]
-            B = mttkrp(factors, p)
-            factors[p] = _solve_normal(V, B)
-            grams[p] = factors[p].T @ factors[p]
-        err = _error(norm_sq, B, factors, grams, residual_sq, limit)
+        before, previous = factors, state["previous"]
+        new = None
+        if acceleration == "momentum" and previous is not None:
+            beta = state["beta"]
+            Y = [factors[0]]
+            for U, U0 in zip(factors[1:], previous[1:], strict=True):
+                J = U + beta * (U - U0)
+                if combine:
+                    # an engine holding Y U and Y U0 combines them, no product
+                    record_combination(J, ((1.0 + beta, U), (-beta, U0)))
+                Y.append(J)
+            del J  # the extrapolated factors (and the engine's products) go after
+            new, new_grams, err = sweep(Y, [grams[0]] + [V.T @ V for V in Y[1:]])
+            if err <= errors[-1]:
+                state["beta"] = min(state["beta_cap"], MOMENTUM_GROW * beta)
+                state["beta_cap"] = min(1.0, MOMENTUM_CAP_GROW * state["beta_cap"])
+                n_jumps += 1
+            else:
+                # function restart: the step raised the error (or overflowed)
+                state["beta_cap"] = beta
+                state["beta"] = beta / MOMENTUM_SHRINK
+                Y = new = None
+        if new is None:
+            new, new_grams, err = sweep(list(factors), list(grams))
+        factors, grams = new, new_grams
         if not np.isfinite(err):
             # a degenerate fit: its error is unresolved (_error) or the factors
             # overflowed, and the error, built from every Gram matrix, is then inf
@@ -515,23 +595,27 @@ def cp_als(
             factors, n_iter, diverged = best_factors, best_n, True
             del errors[best_n:]
             break
-        if linesearch and iteration >= 1 and err > 0:
-            step = n_iter ** (1.0 / acc_pow)
+        if acceleration == "linesearch" and iteration >= 1 and err > 0:
+            step = n_iter ** (1.0 / state["acc_pow"])
             jump = [U + step * (U - U0) for U, U0 in zip(factors, before, strict=True)]
             for J, U, U0 in zip(jump, factors, before, strict=True) if combine else ():
                 # an engine holding Y U and Y U0 combines them instead of a product
                 record_combination(J, ((1.0 + step, U), (-step, U0)))
             jump_err = cp_error(mttkrp, norm_sq, jump, residual_sq, limit)
             if jump_err < err:
-                factors, err, acc_fail = jump, jump_err, 0
+                factors, err, state["acc_fail"] = jump, jump_err, 0
                 grams = [U.T @ U for U in factors]
                 n_jumps += 1
             else:
-                acc_fail += 1
-                if acc_fail == 4:
-                    acc_pow, acc_fail = acc_pow + 1.0, 0
+                state["acc_fail"] += 1
+                if state["acc_fail"] == 4:
+                    state["acc_pow"], state["acc_fail"] = state["acc_pow"] + 1.0, 0
             del jump  # a rejected jump's arrays (and the engine's products) go now
-        factors, grams = _balance(factors, grams)
+        balanced, grams = _balance(factors, grams)
+        # the momentum extrapolates from the last two iterates, which must be on
+        # the same column scales; the start is no sweep's outcome
+        state["previous"] = before if iteration >= 1 and balanced is factors else None
+        factors = balanced
         errors.append(err)
         if best_n == 0 or err < errors[best_n - 1]:
             best_n, best_factors = n_iter, factors  # never modified in place
@@ -540,11 +624,14 @@ def cp_als(
         # the estimate must hold for two whole windows: right after the fast
         # phase the window before still holds its large decreases, and a swamp
         # shows only once both windows are in it
-        streak = streak + 1 if tol and _remaining(errors, eps=eps) < tol * err else 0
-        if streak >= 2 * WINDOW:
+        state["streak"] = (
+            state["streak"] + 1
+            if tol and _remaining(errors, eps=eps) < tol * err
+            else 0
+        )
+        if state["streak"] >= 2 * WINDOW:
             converged = True
             break
-    state = (acc_pow, acc_fail, streak)
     return CPResult(
         np.ones(r),
         factors,

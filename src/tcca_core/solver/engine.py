@@ -72,6 +72,10 @@ _FREE_FLOPS = 1e11
 RACE_HEAT = 5
 RACE_FINALISTS = 2
 
+#: Compression to the HOSVD bases (:meth:`MomentEngine.compressed`) is used where
+#: it cuts a sweep's cost to this fraction or less.
+COMPRESS_BELOW = 0.95
+
 #: Flops that ``n_init="auto"`` may spend on restarts, and the most starts.
 _RESTART_FLOPS = 1e11
 _MAX_STARTS = 10
@@ -147,6 +151,7 @@ class MomentEngine:
         self._tree: dict = {}
         self._mode_grams: list[np.ndarray] | None = None
         self._hosvd: list[np.ndarray] | None = None
+        self._compressed: tuple | None = None
 
     @classmethod
     def choose(
@@ -246,6 +251,51 @@ class MomentEngine:
 
             self._hosvd = hosvd_bases(self.mode_grams())
         return self._hosvd
+
+    def compressed(self) -> tuple[list[np.ndarray], MomentEngine] | None:
+        """M in its HOSVD bases, where some mode's rank is below its dimension.
+
+        The range of M_(p) is spanned by Q_p, the exact HOSVD's basis of mode p
+        (:meth:`hosvd_bases`), so M = G x_1 Q_1 ... x_m Q_m with the core
+        G = M x_1 Q_1^T ... x_m Q_m^T of size k_1 x ... x k_m, and every ALS
+        update of mode p lies in span(Q_p). ALS on G from Q_p^T U_p therefore
+        makes the iterates of ALS on M, mapped by U_p = Q_p V_p (CANDELINC; the
+        part of a start outside span(Q_p) enters only the first sweep's Gram
+        matrices, which :func:`.als.cp_als` is given as ``gram_offsets``), at
+        prod(k) / prod(d) of a dense sweep's cost and sum(k) / sum(d) of an
+        implicit one's. Returns ``(bases, engine on G)``, or None where no mode
+        is rank-deficient enough to pay (:data:`COMPRESS_BELOW`), the HOSVD is
+        not known and costs more than :data:`_FREE_FLOPS`, or the engine is the
+        reference route. An operator's G (implicit, or a device's) is its
+        ``project`` onto the views Y_p Q_p.
+        """
+        if self._compressed is None:
+            self._compressed = ()
+            own_op = self._op is None or hasattr(self._op, "project")
+            known = self._hosvd is not None or self.init_cost() <= _FREE_FLOPS
+            if self.name != "tensorly" and own_op and known:
+                Q = self.hosvd_bases()
+                ks = [q.shape[1] for q in Q]
+                if self._holds_M:
+                    saving = _prod(ks) / _prod(self.dims)
+                else:
+                    saving = sum(ks) / sum(self.dims)
+                if 0 < min(ks) and saving <= COMPRESS_BELOW:
+                    if self._op is None:
+                        inner = MomentEngine(self.views, self.name)
+                        G = self.M
+                        for p, Qp in enumerate(Q):
+                            G = np.moveaxis(np.tensordot(G, Qp, axes=([p], [0])), -1, p)
+                        inner._M = np.ascontiguousarray(G)
+                        inner.dims = ks
+                    else:
+                        op: Any = self._op
+                        op = op.project(Q)
+                        inner = MomentEngine(op.views, self.name, op=op)
+                    # the errors stay relative to ||M||, as the uncompressed run's
+                    inner._norm_sq = self.norm_sq
+                    self._compressed = (Q, inner)
+        return self._compressed or None
 
     def correlations(self, factors: Sequence[np.ndarray]) -> np.ndarray:
         """rho_k = (1/N) sum_n prod_p (Y_p U_p)[n, k] = <M, u_1k o ... o u_mk>.
@@ -362,7 +412,7 @@ class MomentEngine:
         iterations, convergence flag, the relative reconstruction errors and the
         final error of every start.
         """
-        from .als import BREAKDOWN, broke_down, init_factors, normalize_cp
+        from .als import BREAKDOWN, _balance, broke_down, init_factors, normalize_cp
 
         if len(self.dims) == 2 and self.name != "tensorly":
             weights, factors, errors = self._two_view(rank)
@@ -400,7 +450,12 @@ class MomentEngine:
         if self.name == "tensorly":  # the reference: every start run in full
             fits = [
                 _tensorly.parafac_fit(
-                    self.M, rank, U0, params.max_iter, params.tol, params.linesearch
+                    self.M,
+                    rank,
+                    U0,
+                    params.max_iter,
+                    params.tol,
+                    params.acceleration is not None,
                 )
                 for U0 in U0s
             ]
@@ -408,8 +463,25 @@ class MomentEngine:
             k = _argmin_first(start_errors)
             best = (k, labels[k], fits[k])
         else:
-            k, res, start_errors = self._race(U0s, params, profile)
-            kept, n_kept, trace, rise = res.kept()
+            comp = self.compressed()
+            if comp is None:
+                k, res, start_errors = self._race(U0s, params, profile)
+                kept, n_kept, trace, rise = res.kept()
+            else:
+                Q, inner = comp
+                V0s, offsets = [], []
+                for U0 in U0s:
+                    # balanced here, as cp_als balances a start, before the part
+                    # outside the bases is split off
+                    U0, _ = _balance(list(U0), None)
+                    V0 = [Qp.T @ U for Qp, U in zip(Q, U0, strict=True)]
+                    outside = [U - Qp @ V for Qp, U, V in zip(Q, U0, V0, strict=True)]
+                    V0s.append(V0)
+                    offsets.append([P.T @ P for P in outside])
+                k, res, start_errors = inner._race(V0s, params, profile, offsets)
+                kept, n_kept, trace, rise = res.kept()
+                kept = [Qp @ V for Qp, V in zip(Q, kept, strict=True)]
+                profile["compressed"] = [Qp.shape[1] for Qp in Q]
             fit = (res.weights, kept, n_kept, res.converged, trace)
             best = (k, labels[k], fit)
             diverged = res.diverged
@@ -434,7 +506,7 @@ class MomentEngine:
             info["rise"] = rise
         return weights, factors, info
 
-    def _race(self, U0s, params: SolverParams, profile: dict):
+    def _race(self, U0s, params: SolverParams, profile: dict, offsets=None):
         """ALS from every start in ``U0s``: a short heat, then a final of two.
 
         All starts run :data:`RACE_HEAT` sweeps; the :data:`RACE_FINALISTS` best
@@ -452,14 +524,15 @@ class MomentEngine:
 
         max_iter = params.max_iter
 
-        def run(U0=None, resume=None, upto=max_iter):
+        def run(U0=None, resume=None, upto=max_iter, i=None):
             return cp_als(
                 self.mttkrp,
                 self.norm_sq,
                 U0,
+                gram_offsets=None if offsets is None or i is None else offsets[i],
                 max_iter=upto,
                 tol=params.tol,
-                linesearch=params.linesearch,
+                acceleration=params.acceleration,
                 resume=resume,
                 residual_sq=self.residual_sq,
                 combine=self._op is not None,
@@ -473,10 +546,11 @@ class MomentEngine:
         t0 = perf_counter()
         sweeps_then = 0  # sweeps run by every start when one was left
         start_errors = [np.inf] * len(U0s)
-        pool = {0: run(U0s[0])} if len(U0s) == 1 else {}
+        pool = {0: run(U0s[0], i=0)} if len(U0s) == 1 else {}
         if not pool:
             pool = {
-                i: run(U0, upto=min(RACE_HEAT, max_iter)) for i, U0 in enumerate(U0s)
+                i: run(U0, upto=min(RACE_HEAT, max_iter), i=i)
+                for i, U0 in enumerate(U0s)
             }
             sweeps_then = sum(res.n_iter for res in pool.values())
             burst, keep = RACE_HEAT, RACE_FINALISTS

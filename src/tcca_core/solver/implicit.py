@@ -102,6 +102,12 @@ class ImplicitMoment:
         self._spare: list[np.ndarray] = []
         self._spares = len(self.views)  # the most kept (see _CACHE_BYTES)
 
+    def project(self, bases: Sequence[np.ndarray]) -> ImplicitMoment:
+        """The same operator on the views Y_p Q_p (compression, see the engine)."""
+        return ImplicitMoment(
+            [v.project(Q) for v, Q in zip(self.views, bases, strict=True)]
+        )
+
     def _cached(self, q: int, U) -> np.ndarray | None:
         return next((P for ref, P in self._cache[q] if ref() is U), None)
 

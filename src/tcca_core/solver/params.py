@@ -11,6 +11,8 @@ alone. A new option is a field here, its parameter in the estimators and its use
 
 from __future__ import annotations
 
+import warnings
+
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -56,7 +58,8 @@ class SolverParams:
     tol: float = _option(1e-5, Interval("real", 0, None))
     init: Any = _option("auto", Options(*INITS), list, tuple)
     n_init: int | str = _option("auto", Interval("integer", 1, None), Options("auto"))
-    linesearch: bool = _option(True, "boolean")
+    acceleration: Any = _option("momentum", Options("momentum", "linesearch"), None)
+    linesearch: Any = _option("deprecated", "boolean", Options("deprecated"))
     random_state: Any = _option(None, "random_state")
     algorithm: str = _option("auto", Options(*ALGORITHMS))
 
@@ -65,6 +68,18 @@ class SolverParams:
         given = {f.name: getattr(self, f.name) for f in fields(self)}
         for name, value in validate_params(given, SOLVER_CONSTRAINTS).items():
             object.__setattr__(self, name, value)
+        if self.linesearch != "deprecated":
+            warnings.warn(
+                "linesearch is deprecated and will be removed in tcca 1.3: use "
+                f"acceleration={'linesearch' if self.linesearch else None!r} "
+                "instead (the default, acceleration='momentum', takes fewer sweeps)",
+                FutureWarning,
+                stacklevel=4,
+            )
+            object.__setattr__(
+                self, "acceleration", "linesearch" if self.linesearch else None
+            )
+            object.__setattr__(self, "linesearch", "deprecated")
 
     @classmethod
     def of(cls, estimator) -> SolverParams:

@@ -80,6 +80,16 @@ class WhitenedView:
             self._dense = None
         return self._Y
 
+    def project(self, Q: np.ndarray) -> WhitenedView:
+        """Return the view of Y Q (``Q``: d x k), without forming Y for sparse X."""
+        if self.is_sparse:
+            return WhitenedView(self.X, self.mean, self.W @ Q)
+        if self._Y is not None:
+            return WhitenedView(self._Y @ Q)
+        assert self._dense is not None  # a dense view holds Y or what makes it
+        X, mean, W = self._dense
+        return WhitenedView(X, mean, Q if W is None else W @ Q)
+
     @property
     def nnz_per_row(self) -> float:
         """Mean non-zeros per row of the sparse form (d when there is none)."""

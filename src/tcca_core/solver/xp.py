@@ -196,6 +196,21 @@ class DeviceMoment:
         # per mode: [(weak reference to the host U_q, Y_q U_q on the device)]
         self._cache: list[list[tuple[Any, Any]]] = [[] for _ in self.views]
 
+    def project(self, bases: Sequence[np.ndarray]) -> DeviceMoment:
+        """The same operator on the views Y_p Q_p (compression, see the engine)."""
+        views = [
+            DeviceView(v.Y @ self._dev(Q)) for v, Q in zip(self.views, bases, strict=True)
+        ]
+        out = DeviceMoment(views, self.xp, self.device, dense=self.dense)
+        if self.dense:
+            # G from M, as the host's dense engine makes it (the same rounding)
+            G = self.M
+            for p, Q in enumerate(bases):
+                G = self.xp.tensordot(G, self._dev(Q), axes=([p], [0]))
+                G = self.xp.moveaxis(G, -1, p)
+            out._M = G
+        return out
+
     # --- moves -------------------------------------------------------------------
     def _dev(self, U):
         return to_device(U, self.xp, self.device, self.dtype)
