@@ -182,6 +182,9 @@ def test_the_gallery_shows_real_thumbnails(chromium, site, tmp_path):
     """Every example of the gallery has a thumbnail that loads and is neither
     sphinx-gallery's placeholder (an example that draws nothing and names no
     image) nor its broken-example image."""
+    pytest.importorskip(
+        "sphinx_gallery", reason='the docs extra: pip install -e ".[docs]"'
+    )
     from PIL import Image
     from sphinx_gallery import glr_path_static
     from sphinx_gallery.utils import scale_image
