@@ -184,7 +184,7 @@ def run(case_name: str, engine: str, seed: int, eps: float, init: str = "") -> d
             # The paper's route: the dense tensor and plain CP-ALS (no line
             # search), one start (the exact HOSVD, as tensorly's own default), to
             # tensorly's tolerance (1e-8 on the error change), our sweep budget.
-            kw.update(linesearch=False, tol=1e-8, n_init=1)
+            kw.update(acceleration=None, tol=1e-8, n_init=1)
         if case.kind == "tcca":
             est = TCCA(case.r, eps=eps, algorithm=engine, random_state=seed, **kw)
         else:
