@@ -33,6 +33,7 @@ Usage::
     python benchmarks/grid_cost.py --benchmarks path/to/results/benchmarks
     python benchmarks/grid_cost.py --tables 'results/tables/*_cost.csv'
     python benchmarks/grid_cost.py --csv grid_cost.csv      # the per-job table
+    python benchmarks/grid_cost.py --makespan 2 8 32        # wall time on N cores
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -414,6 +416,134 @@ def _load_config(path) -> dict | None:
         return yaml.safe_load(f)
 
 
+def plan_order(config_path) -> tuple[dict[str, str], dict[str, bool], dict[str, int]]:
+    """The fit jobs' order and split dependence, from the workflow's own plan.
+
+    Returns ``(after, per_split, points)``: ``after[job]`` is the job whose fit it reads
+    from the fit cache and must follow (``Plan.fit_after``: mfeat's settings that
+    differ only in their labeled draw), and ``per_split[job]`` whether its fit
+    depends on the split (fit on rows drawn with it), so that the ``split`` fit
+    grain cuts it into one job per split, and ``points[job]`` its number of grid
+    points (eps values, lambda pairs). Jobs are named as in the benchmark
+    files (``fit/<dataset>/<setting>/<method>/split<split>``) at the method grain.
+    """
+    from snakemake.utils import validate
+
+    from tcca_core.pipeline.config import load_yaml
+    from tcca_core.pipeline.plan import build_plan
+
+    schema = str(ROOT / "workflow" / "schemas" / "config.schema.yaml")
+    config = load_yaml(config_path) or {}
+    config["post_hoc"] = True  # the post hoc jobs are measured too
+    validate(config, schema=schema)
+    base = dict(config)
+    plan = build_plan(config, base, [], workdir=str(ROOT))
+    after, per_split, points = {}, {}, {}
+    for dataset in plan.datasets:
+        for setting, spec in plan.settings[dataset].items():
+            for method in spec.methods:
+                name = f"fit/{dataset}/{setting}/{method}/splitall"
+                before = plan.fit_after(dataset, setting, method, "all")
+                if before:
+                    rel = Path(before[0]).as_posix().split("/fits/", 1)[-1]
+                    after[name] = "fit/" + rel.removesuffix(".csv")
+                job = plan.fit_job(dataset, setting, method, "all")
+                per_split[name] = job.fit_on == "exclude_validation"
+                points[name] = int(
+                    np.prod([len(v) for v in job.params.values() if isinstance(v, list)])
+                )
+    return after, per_split, points
+
+
+def makespan(cost: dict[str, float], after: dict[str, str], cores: int | None) -> float:
+    """Wall time of the fit jobs on ``cores`` (None: as many as there are jobs).
+
+    List scheduling as Snakemake does it, one core a job: whenever a core is
+    free, the ready job with the longest chain of work still behind it starts
+    (a job is ready once the job it follows has ended).
+    """
+    import heapq
+    from functools import cache
+
+    follow: dict[str, list[str]] = {}
+    for job, first in after.items():
+        if job in cost and first in cost:
+            follow.setdefault(first, []).append(job)
+
+    @cache
+    def tail(job: str) -> float:
+        return cost[job] + max((tail(j) for j in follow.get(job, [])), default=0.0)
+
+    if cores is None:
+        return max((tail(j) for j in cost), default=0.0)
+    ready = [j for j in cost if after.get(j) not in cost]
+    running: list[tuple[float, str]] = []
+    now = 0.0
+    while ready or running:
+        while ready and len(running) < cores:
+            job = max(ready, key=lambda j: (tail(j), j))
+            ready.remove(job)
+            heapq.heappush(running, (now + cost[job], job))
+        now, done = heapq.heappop(running)
+        ready.extend(follow.get(done, []))
+    return now
+
+
+def grain_costs(
+    fits: pd.DataFrame,
+    per_split: dict[str, bool],
+    n_splits: int,
+    grain: str,
+    points: dict[str, int] | None = None,
+) -> tuple[dict[str, float], dict[str, str]]:
+    """Fit jobs' wall times at another ``grain``, from the method grain's.
+
+    ``split``: a job whose fit depends on the split becomes ``n_splits`` jobs of
+    a ``n_splits``-th of its time each (its splits are independent); one whose
+    fit does not (SecStr's transductive fit, mfeat's on every row) stays one job:
+    the first split fits it, the others read the fit cache. ``point`` (a grain
+    the workflow does not have): every job cut into one per grid point, each an
+    equal share of its time, the estimate of what such a grain would give.
+    """
+    cost = dict(zip(fits["job"], fits["wall_s"], strict=True))
+    if grain == "method":
+        return cost, {}
+    out, rename = {}, {}
+    for job, c in cost.items():
+        if grain == "point":
+            n = max((points or {}).get(job, 1), 1)
+            for k in range(n):
+                out[f"{job}#{k}"] = c / n
+        elif per_split.get(job, False):
+            for k in range(n_splits):
+                out[f"{job}#{k}"] = c / n_splits
+        else:
+            out[job] = c
+            rename[job] = job
+    return out, rename
+
+
+def print_makespans(fits, config_path, cores, n_splits: int = 5) -> None:
+    """Print the estimated wall time of the fit jobs at each grain and core count."""
+    after, per_split, points = plan_order(config_path)
+    print("\nEstimated wall time of the fit jobs (list scheduling, one core a job):")
+    print("| fit grain | " + " | ".join(f"{n} cores" for n in cores) + " | a cluster |")
+    print("|---|" + "---:|" * (len(cores) + 1))
+    for grain in ("method", "split", "point"):
+        cost, _ = grain_costs(fits, per_split, n_splits, grain, points)
+        # a job cut into parts follows what its whole followed (no chain: the
+        # parts of mfeat's shared fits are independent of the settings' draws)
+        chain = {j: a for j, a in after.items() if j in cost and a in cost}
+        spans = [makespan(cost, chain, n) for n in (*cores, None)]
+        longest = max(cost.values())
+        print(
+            f"| {grain}{' (estimate: no such grain yet)' if grain == 'point' else ''}"
+            f" (longest job {longest:,.0f} s) | "
+            + " | ".join(f"{s / 60:,.1f} min" for s in spans)
+            + " |"
+        )
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -441,6 +571,13 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--top", type=int, default=25, help="jobs listed (0: all)")
     parser.add_argument("--cores", type=int, nargs="+", default=[2, 16])
+    parser.add_argument(
+        "--makespan",
+        type=int,
+        nargs="*",
+        help="estimate the fit jobs' wall time on these core counts and a cluster, "
+        "at the method and split fit grains (e.g. --makespan 2 8 32)",
+    )
     parser.add_argument("--csv", help="write the per-job table to this CSV")
     parser.add_argument(
         "--before",
@@ -474,6 +611,8 @@ def main(argv=None) -> int:
         jobs, args.ratio, args.min_wall, over=args.over, threads=args.threads
     )
     report(jobs, top=args.top or None, cores=args.cores, origin=origin)
+    if args.makespan:
+        print_makespans(jobs[jobs["rule"] == "fit"], args.config, args.makespan)
     if args.csv:
         out = jobs.sort_values("wall_s", ascending=False)
         out.to_csv(args.csv, index=False, float_format="%.3f", lineterminator="\n")

@@ -260,3 +260,34 @@ def test_reads_the_committed_per_job_table(gc, tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"reading {table}" in out and "CPU 95.0 s" in out
     assert "--cores 2: 100 s" in out  # the longest job bounds it
+
+
+def test_makespan_schedules_longest_chains_first_and_respects_order(gc):
+    """Two cores, a 3 s job followed by a 2 s one, and a free 2 s job: the chain
+    starts first, the free job fills the other core, the follower starts at 3."""
+    cost = {"a": 3.0, "b": 2.0, "c": 2.0}
+    after = {"c": "a"}
+    assert gc.makespan(cost, after, 2) == 5.0
+    assert gc.makespan(cost, after, 1) == 7.0
+    assert gc.makespan(cost, after, None) == 5.0  # the longest chain
+    # without the order, two cores finish at max(3, 2 + 2)
+    assert gc.makespan(cost, {}, 2) == 4.0
+
+
+def test_the_split_grain_cuts_only_split_dependent_fits(gc):
+    fits = pd.DataFrame({"job": ["x", "y"], "wall_s": [10.0, 6.0]})
+    cost, _ = gc.grain_costs(fits, {"x": True, "y": False}, 5, "split")
+    assert sorted(cost.values()) == [2.0] * 5 + [6.0]
+    cost, _ = gc.grain_costs(fits, {}, 5, "point", {"x": 2, "y": 3})
+    assert sorted(cost.values()) == [2.0, 2.0, 2.0, 5.0, 5.0]
+
+
+def test_the_plan_orders_mfeats_shared_fits(gc):
+    after, per_split, points = gc.plan_order(
+        Path(__file__).resolve().parents[1] / "config" / "config.yaml"
+    )
+    job = "fit/mfeat/kernel2000_6/ktcca/splitall"
+    assert after[job] == "fit/mfeat/kernel2000_4/ktcca/splitall"
+    assert per_split["fit/ads/l100/tcca/splitall"]
+    assert not per_split[job]  # fitted on every row, whatever the split
+    assert points[job] > 1
