@@ -450,7 +450,9 @@ def plan_order(config_path) -> tuple[dict[str, str], dict[str, bool], dict[str, 
                 job = plan.fit_job(dataset, setting, method, "all")
                 per_split[name] = job.fit_on == "exclude_validation"
                 points[name] = int(
-                    np.prod([len(v) for v in job.params.values() if isinstance(v, list)])
+                    np.prod(
+                        [len(v) for v in job.params.values() if isinstance(v, list)]
+                    )
                 )
     return after, per_split, points
 

@@ -69,7 +69,9 @@ def test_compressed_iterates_are_the_uncompressed_ones(
     assert seen and seen[0] == [4, 3, 5]  # it did compress
     no_compression()
     slow = TCCA(rank, **kw).fit(views)
-    assert_allclose(fast.reconstruction_errors_, slow.reconstruction_errors_, atol=1e-12)
+    assert_allclose(
+        fast.reconstruction_errors_, slow.reconstruction_errors_, atol=1e-12
+    )
     assert_allclose(fast.weights_, slow.weights_, rtol=1e-9)
     for P, R in zip(fast.projections_, slow.projections_, strict=True):
         assert_allclose(P, R, atol=1e-9 * np.abs(R).max())
@@ -85,7 +87,9 @@ def test_a_compressed_race_ends_where_the_uncompressed_one_does(
     fast = TCCA(5, **kw).fit(views)
     no_compression()
     slow = TCCA(5, **kw).fit(views)
-    assert_allclose(fast.reconstruction_errors_[-1], slow.reconstruction_errors_[-1], rtol=1e-8)
+    assert_allclose(
+        fast.reconstruction_errors_[-1], slow.reconstruction_errors_[-1], rtol=1e-8
+    )
     assert_allclose(sorted(fast.start_errors_), sorted(slow.start_errors_), rtol=1e-8)
 
 

@@ -298,9 +298,10 @@ def test_linesearch_is_deprecated_for_acceleration(rng):
     assert old.reconstruction_errors_ == new.reconstruction_errors_
     with pytest.warns(FutureWarning, match="acceleration=None"):
         old = TCCA(2, linesearch=False, **kw).fit(views)
-    assert old.reconstruction_errors_ == TCCA(2, acceleration=None, **kw).fit(
-        views
-    ).reconstruction_errors_
+    assert (
+        old.reconstruction_errors_
+        == TCCA(2, acceleration=None, **kw).fit(views).reconstruction_errors_
+    )
 
 
 def test_als_resumed_in_bursts_equals_one_run(rng):

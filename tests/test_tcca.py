@@ -147,7 +147,9 @@ def test_dense_and_implicit_engines_agree(rng, m, acceleration):
     kw = dict(init=init, tol=0, max_iter=40, acceleration=acceleration)
     # plain ALS is tensorly's parafac step for step; with the line search the two
     # tensor-free engines still run the same iterates
-    ref = TCCA(r, algorithm="tensorly" if not acceleration else "dense", **kw).fit(views)
+    ref = TCCA(r, algorithm="tensorly" if not acceleration else "dense", **kw).fit(
+        views
+    )
     for algo in ("dense", "implicit"):
         b = TCCA(r, algorithm=algo, **kw).fit(views)
         assert b.algorithm_ == algo
@@ -190,7 +192,9 @@ def test_two_views_are_solved_exactly_by_every_engine(rng):
         assert_allclose(e.correlations_, sv[:3], rtol=1e-10)
     # one start: with two views any rank-3 factorization of the SVD's rank-3
     # approximation has the same error, and only the orthogonal one has these weights
-    tl = TCCA(3, algorithm="tensorly", tol=0, max_iter=3000, acceleration=None, n_init=1)
+    tl = TCCA(
+        3, algorithm="tensorly", tol=0, max_iter=3000, acceleration=None, n_init=1
+    )
     tl.fit(views)
     assert_allclose(tl.weights_, sv[:3], rtol=1e-6)
 

@@ -507,7 +507,8 @@ def cp_als(
         acceleration = "linesearch" if linesearch else None
     if acceleration not in ACCELERATIONS:
         raise ValueError(
-            f"acceleration must be 'momentum', 'linesearch' or None, got {acceleration!r}"
+            "acceleration must be 'momentum', 'linesearch' or None, "
+            f"got {acceleration!r}"
         )
     if resume is not None:
         factors = list(resume.factors)
@@ -547,7 +548,11 @@ def cp_als(
         # mode 0's factor of the start is never read
         for p in range(m):
             first, *rest = others[p]
-            V = new_grams[first] * new_grams[rest[0]] if rest else new_grams[first].copy()
+            V = (
+                new_grams[first] * new_grams[rest[0]]
+                if rest
+                else new_grams[first].copy()
+            )
             for q in rest[1:]:
                 V *= new_grams[q]
             B = mttkrp(new, p)
@@ -560,7 +565,7 @@ def cp_als(
     for iteration in range(n_iter, max_iter):
         n_iter = iteration + 1
         before, previous = factors, state["previous"]
-        new = None
+        new: list[np.ndarray] | None = None
         if acceleration == "momentum" and previous is not None:
             beta = state["beta"]
             Y = [factors[0]]
@@ -580,7 +585,8 @@ def cp_als(
                 # function restart: the step raised the error (or overflowed)
                 state["beta_cap"] = beta
                 state["beta"] = beta / MOMENTUM_SHRINK
-                Y = new = None
+                del Y  # the rejected sweep's factors go now
+                new = None
         if new is None:
             new, new_grams, err = sweep(list(factors), list(grams))
         factors, grams = new, new_grams

@@ -444,7 +444,7 @@ class MomentEngine:
             init_factors(self.mttkrp, self.dims, rank, st, rng, hosvd=self.hosvd_bases)
             for st in starts
         ]
-        profile = {"starts": len(U0s), "start_s": perf_counter() - t0}
+        profile: dict[str, Any] = {"starts": len(U0s), "start_s": perf_counter() - t0}
         _progress.starts(len(U0s))
         diverged, rise = False, None
         if self.name == "tensorly":  # the reference: every start run in full

@@ -103,7 +103,7 @@ class ImplicitMoment:
         self._spares = len(self.views)  # the most kept (see _CACHE_BYTES)
 
     def project(self, bases: Sequence[np.ndarray]) -> ImplicitMoment:
-        """The same operator on the views Y_p Q_p (compression, see the engine)."""
+        """Return the same operator on the views Y_p Q_p (compression: the engine)."""
         return ImplicitMoment(
             [v.project(Q) for v, Q in zip(self.views, bases, strict=True)]
         )

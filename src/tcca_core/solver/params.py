@@ -12,7 +12,6 @@ alone. A new option is a field here, its parameter in the estimators and its use
 from __future__ import annotations
 
 import warnings
-
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any

@@ -197,9 +197,10 @@ class DeviceMoment:
         self._cache: list[list[tuple[Any, Any]]] = [[] for _ in self.views]
 
     def project(self, bases: Sequence[np.ndarray]) -> DeviceMoment:
-        """The same operator on the views Y_p Q_p (compression, see the engine)."""
+        """Return the same operator on the views Y_p Q_p (compression: the engine)."""
         views = [
-            DeviceView(v.Y @ self._dev(Q)) for v, Q in zip(self.views, bases, strict=True)
+            DeviceView(v.Y @ self._dev(Q))
+            for v, Q in zip(self.views, bases, strict=True)
         ]
         out = DeviceMoment(views, self.xp, self.device, dense=self.dense)
         if self.dense:
