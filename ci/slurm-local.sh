@@ -47,7 +47,13 @@ LOG=/var/log/slurm
 
 log() { echo "[slurm-local] $*" >&2; }
 
-pid_alive() { [ -s "$1" ] && kill -0 "$(cat "$1" 2>/dev/null)" 2>/dev/null; }
+# alive, and the daemon its file is named after: a stale file's pid can be reused by
+# another process (mariadbd took slurmdbd's once, and slurmdbd was never started)
+pid_alive() {
+    local p
+    p=$(cat "$1" 2>/dev/null) && [ -n "$p" ] && kill -0 "$p" 2>/dev/null &&
+        [ "$(cat /proc/"$p"/comm 2>/dev/null)" = "$(basename "$1" .pid)" ]
+}
 
 stop_pidfile() {
     local f=$1 name=$2 i
