@@ -620,7 +620,8 @@ def cp_als(
         balanced, grams = _balance(factors, grams)
         # the momentum extrapolates from the last two iterates, which must be on
         # the same column scales; the start is no sweep's outcome
-        state["previous"] = before if iteration >= 1 and balanced is factors else None
+        keep = acceleration == "momentum" and iteration >= 1 and balanced is factors
+        state["previous"] = before if keep else None
         factors = balanced
         errors.append(err)
         if best_n == 0 or err < errors[best_n - 1]:
