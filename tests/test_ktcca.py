@@ -122,6 +122,38 @@ def test_precomputed_kernels_match_computed_ones(rng):
     assert_allclose(a.transform(new), b.transform(Kx), atol=1e-10)
 
 
+def test_precomputed_kernels_are_prepared_once_for_every_eps(rng, monkeypatch):
+    # a grid over eps refits on the same kernel arrays: they are checked,
+    # centered and squared once, and every fit equals one on fresh copies
+    import tcca_core._ktcca as kt
+
+    views = _views(rng, (3, 4, 5), 30)
+    Ks = [ViewKernel("rbf", gamma=0.3).fit(X) for X in views]
+    checked = []
+    check = kt._check_psd
+    monkeypatch.setattr(kt, "_check_psd", lambda K, p: (checked.append(p), check(K, p)))
+    for eps in (1e-3, 1e-1, 10.0):
+        shared = KTCCA(2, eps=eps, kernel="precomputed", random_state=0).fit(Ks)
+        fresh = KTCCA(2, eps=eps, kernel="precomputed", random_state=0).fit(
+            [K.copy() for K in Ks]
+        )
+        assert np.array_equal(shared.weights_, fresh.weights_)
+        assert np.array_equal(shared.transform(Ks), fresh.transform(Ks))
+    # three views prepared once, and their fresh copies once per eps
+    assert checked.count(0) == 1 + 3
+
+
+def test_a_precomputed_kernel_changed_in_place_is_prepared_again(rng):
+    views = _views(rng, (3, 4, 5), 30)
+    Ks = [ViewKernel("rbf", gamma=0.3).fit(X) for X in views]
+    KTCCA(2, kernel="precomputed", random_state=0).fit(Ks)
+    Ks[1] *= 0.5
+    Ks[1] += 0.5 * np.eye(30)
+    again = KTCCA(2, kernel="precomputed", random_state=0).fit(Ks)
+    fresh = KTCCA(2, kernel="precomputed", random_state=0).fit([K.copy() for K in Ks])
+    assert np.array_equal(again.weights_, fresh.weights_)
+
+
 def test_paper_kernels():
     rng = np.random.default_rng(0)
     H = rng.random((10, 6))

@@ -19,7 +19,13 @@ from numpy.testing import assert_allclose
 from sklearn.exceptions import ConvergenceWarning
 
 from tcca_core import KTCCA, TCCA
-from tcca_core.solver.als import _remaining, broke_down, cp_als, init_factors
+from tcca_core.solver.als import (
+    WINDOW,
+    _remaining,
+    broke_down,
+    cp_als,
+    init_factors,
+)
 from tcca_core.solver.convergence import convergence_message
 
 
@@ -236,6 +242,29 @@ def test_a_stall_is_not_convergence():
     # at the level of rounding nothing is left; too few sweeps tell nothing
     assert _remaining(np.full(12, 0.3)) == 0.0
     assert _remaining(e[:4]) == np.inf
+
+
+def test_a_stationary_fit_stops_after_one_flat_window(rng):
+    # ALS run far past convergence, then resumed from its last iterate: every
+    # sweep repeats the error to rounding, and one window of that is enough (no
+    # swamp creeps at rounding level), where a stall needs two windows
+    dims, r = (6, 5, 4), 3
+    U = [rng.standard_normal((d, r)) for d in dims]
+    M = np.einsum("az,bz,cz->abc", *U) + 0.1 * rng.standard_normal(dims)
+    subs = ["bz,cz->az", "az,cz->bz", "az,bz->cz"]
+
+    def mttkrp(U, p):
+        others = [U[q] for q in range(3) if q != p]
+        expr = "abc," + subs[p]
+        return np.einsum(expr, M, *others)
+
+    norm_sq = float(np.vdot(M, M))
+    start = init_factors(mttkrp, dims, r, "random", rng)
+    far = cp_als(mttkrp, norm_sq, start, max_iter=1000, tol=0)
+    res = cp_als(mttkrp, norm_sq, far.factors, max_iter=500, tol=1e-5)
+    assert res.converged
+    assert res.n_iter <= WINDOW + 1
+    assert max(res.errors) - min(res.errors) <= 64 * np.finfo(float).eps
 
 
 def test_converged_tells_the_truth(rng):

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.linalg.lapack import dgesv as _gesv
+from scipy.linalg.lapack import dposv as _posv
 
 from .linalg import column_signs, fix_signs, numerical_rank, svd
 
@@ -337,8 +338,8 @@ def _solve_normal(V: np.ndarray, B: np.ndarray) -> np.ndarray:
         # at most EQUILIBRATED^2 times the scaled one (a loss of two digits at
         # worst), and the scaling costs a small problem (r of a few) more than the
         # solve
-        _, _, X, info = _gesv(V, B.T)
-        if info == 0:
+        X = _solve_spd(V, B.T)
+        if X is not None:
             return X.T
     if not (lo > 0 and hi < np.inf):
         d = np.where((d > 0) & np.isfinite(d), d, 1.0)
@@ -347,13 +348,28 @@ def _solve_normal(V: np.ndarray, B: np.ndarray) -> np.ndarray:
     # on fresh arrays: the per-call overhead is most of a small problem's solve)
     Vs = V * inv[:, None]
     Vs *= inv
-    _, _, X, info = _gesv(Vs, (B * inv).T, overwrite_a=True, overwrite_b=True)
-    if info != 0:
+    X = _solve_spd(Vs, (B * inv).T)
+    if X is None:
         Vs = V * inv[:, None] * inv
         X = np.linalg.lstsq(Vs, (B * inv).T, rcond=None)[0]
     X = X.T
     X *= inv
     return X
+
+
+def _solve_spd(V: np.ndarray, Bt: np.ndarray):
+    """V^-1 Bt for the symmetric V of an update, or None where it is singular.
+
+    V, a Hadamard product of Gram matrices, is positive definite unless a factor
+    has dependent columns: Cholesky (half LU's flops, no pivoting) solves it, LU
+    takes what Cholesky refuses (an indefinite V from rounding), and None leaves
+    a singular V to the least-squares fallback.
+    """
+    _, X, info = _posv(V, Bt, lower=True)
+    if info == 0:
+        return X
+    _, _, X, info = _gesv(V, Bt)
+    return X if info == 0 else None
 
 
 def _column_norms(U: np.ndarray) -> np.ndarray:
@@ -439,6 +455,21 @@ def _remaining(
     if rho >= 1.0:
         return horizon
     return min(window * recent * max(rho / (1.0 - rho), 1.0), horizon)
+
+
+def _flat(errors: Sequence[float], tol: float, window: int = WINDOW) -> bool:
+    """Whether the last ``window`` sweeps moved too little to ever matter.
+
+    True when :data:`HORIZON` sweeps at the window's mean pace would lower the
+    error by less than ``tol`` times itself: :func:`_remaining`'s measure of a
+    creep not worth sweeping on, read off one window instead of two. A swamp
+    creeps faster than that, and rounding (a stationary point) far slower, so
+    engines that differ by rounding agree on it.
+    """
+    if len(errors) <= window:
+        return False
+    recent = (errors[-1 - window] - errors[-1]) / window
+    return HORIZON * recent < tol * errors[-1]
 
 
 #: Adaptive momentum (:func:`cp_als`, ``acceleration="momentum"``): the first
@@ -630,13 +661,17 @@ def cp_als(
             callback(n_iter, err)
         # the estimate must hold for two whole windows: right after the fast
         # phase the window before still holds its large decreases, and a swamp
-        # shows only once both windows are in it
+        # shows only once both windows are in it. A window that moved too little
+        # to ever matter needs no second one: that is a stationary point, and
+        # more sweeps would only repeat it (KTCCA's nearly orthogonal whitened
+        # kernels: every rank's error flat from its first sweeps, ten more sweeps
+        # a rank for nothing)
         state["streak"] = (
             state["streak"] + 1
             if tol and _remaining(errors, eps=eps) < tol * err
             else 0
         )
-        if state["streak"] >= 2 * WINDOW:
+        if state["streak"] >= 2 * WINDOW or (state["streak"] and _flat(errors, tol)):
             converged = True
             break
     return CPResult(
