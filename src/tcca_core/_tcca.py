@@ -82,9 +82,10 @@ class TCCA(
     tol : float, default=1e-5
         Stop when the decrease of the relative reconstruction error still to come,
         estimated from the rate at which the decrease per window of sweeps shrinks,
-        stays below ``tol`` times the error for two windows: a swamp, where the
-        error creeps at a steady pace before it drops, is not taken for
-        convergence. 0 runs all sweeps.
+        stays below ``tol`` times the error for two windows (or for one window
+        that moved too little to ever matter: a million sweeps at its pace would
+        gain less than ``tol``): a swamp, where the error creeps at a steady pace
+        before it drops, is not taken for convergence. 0 runs all sweeps.
     init : {"auto", "hosvd", "svd", "random"} or list of arrays, default="auto"
         ALS start. ``"hosvd"``: the exact HOSVD, from the mode Gram matrices of M
         (computed without unfolding M). ``"svd"``: a randomized HOSVD with

@@ -34,7 +34,9 @@ rounding. Two things differ from plain ALS, both measured in BENCHMARKS.md
   extrapolated from the rate at which the mean decrease per window of sweeps
   shrinks, is below ``tol`` times the error; a decrease that does not shrink (a
   swamp, a degenerate fit) counts as what a million more sweeps at its pace would
-  gain, so a swamp is not convergence and a creep too slow to ever matter is.
+  gain, so a swamp is not convergence and a creep too slow to ever matter is. The
+  estimate must hold for two windows, or for one that moved too little to ever
+  matter (a stationary point: :func:`_flat`).
 """
 
 from __future__ import annotations
