@@ -288,9 +288,8 @@ def gather_fits(fits: Sequence[PathLike], runs: PathLike, log: PathLike) -> None
     if len(table):
         # codes in the order of first appearance: the methods' and the pairs' own
         method, _ = pd.factorize(table["method"])
-        pair, _ = pd.factorize(
-            table["method"].astype(str) + "/" + table["pair"].fillna("").astype(str)
-        )
+        pairs = table["pair"].astype("string").fillna("")
+        pair, _ = pd.factorize(table["method"].astype(str) + "/" + pairs)
         order = np.lexsort((pair, table["split"].to_numpy(), method))
         table = table.iloc[order].reset_index(drop=True)
     write_csv(table, runs)
