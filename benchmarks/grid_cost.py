@@ -790,10 +790,13 @@ def measured_overhead(fits: pd.DataFrame, rows_folder) -> tuple[float, int]:
 
 
 def run_grain(fits: pd.DataFrame) -> str:
-    """The fit grain a run's fit jobs were cut at (their split labels)."""
+    """The fit grain a run's fit jobs were cut at (their split labels).
+
+    ``method`` where the jobs name no split (the cost tables' rows).
+    """
     if (fits["point"] != "").any():
         return "point"
-    if (fits["split"] != "all").any():
+    if fits["split"].astype(str).str.fullmatch(r"\d+").any():
         return "split"
     return "method"
 

@@ -163,6 +163,18 @@ def test_a_point_job_follows_the_earlier_settings_job_of_its_point(tmp_path):
     assert plan.fit_after("mfeat", "kernel500_8", "ktcca", "all.p00") == [
         fit.format("kernel500_4", "p00")  # 1e-7: not in kernel500_6's grid
     ]
+    # a grid of one point is one job, after the point job of its eps
+    cfg["datasets"]["mfeat"]["settings"]["kernel500_6"]["methods"] = {
+        "ktcca": {"eps": [1e-2]}
+    }
+    plan = plan_of(cfg, tmp_path, fit_grain="point")
+    assert plan.fit_labels("mfeat", "kernel500_6", "ktcca") == ["all"]
+    assert plan.fit_after("mfeat", "kernel500_6", "ktcca", "all") == [
+        fit.format("kernel500_4", "p05")
+    ]
+    assert plan.fit_after("mfeat", "kernel500_8", "ktcca", "all.p05") == [
+        "results/fits/mfeat/kernel500_6/ktcca/splitall.csv"
+    ]
 
 
 def test_a_bad_fit_grain_is_refused_naming_the_grains(tmp_path):

@@ -316,6 +316,9 @@ def test_a_point_jobs_benchmark_file_names_its_point(gc, tmp_path):
     assert (j.method, j.split, j.point) == ("tcca", "all", "p03")
     assert jobs.loc["fit/mfeat/linear4/bsf/splitall"].point == ""
     assert gc.run_grain(jobs.reset_index()) == "point"
+    split = pd.DataFrame({"split": ["0", "1"], "point": ["", ""]})
+    assert gc.run_grain(split) == "split"
+    assert gc.run_grain(split.assign(split=["all", ""])) == "method"  # cost tables
 
 
 def _fit_rows(points: dict[str, float], splits=(0, 1), rs=(2, 4), k=(1, 2)):

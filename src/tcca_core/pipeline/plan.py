@@ -370,7 +370,9 @@ class Plan:
             if method not in self.settings[dataset][other].methods:
                 continue
             labels = [split]
-            if point is not None:  # the other setting's grid may number it otherwise
+            if point is not None or self.config["fit_grain"] == "point":
+                # the other setting's grid may number the point otherwise, or have
+                # only this one
                 labels = self._point_labels(dataset, other, method, splits)
             for label in labels:
                 if _subspace_key(self.fit_job(dataset, other, method, label)) == key:
