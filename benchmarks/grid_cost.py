@@ -16,16 +16,26 @@ written by the rules in ``workflow/rules/*.smk``; columns ``s`` = wall seconds,
   slows the jobs sharing the machine;
 * totals per method and per data set (wall, CPU, the flagged jobs' excess wall
   ``wall - cpu``), and per rule;
-* what ``--cores N`` needs at least: the total CPU time / N and the longest job.
+* what ``--cores N`` needs at least: the total CPU time / N and the longest job;
+* with ``--makespan``, the fit jobs' wall time on N cores and on a cluster, by list
+  scheduling over the workflow's order (``Plan.fit_after``), at each fit grain:
+  measured at the run's own grain, estimated at the others. A ``point`` job's cost
+  is estimated from the rows of the method's job: each grid point's share of its
+  fits' time (``fit_s`` per (params, r), a fit counted once however many splits or
+  points reuse it), its share of the rest of the job, and a per-job overhead
+  (``--overhead``; :data:`OVERHEAD_S`, measured on the ``.test`` run at the point
+  grain, which a point-grain run measures again and prints).
 
 Without benchmark files (a fresh checkout) it reads the per-job table of the
 published full run, ``results/grid_cost.csv`` (written by ``--csv``, with CPU times),
 and without that the committed cost tables ``results/tables/*_cost.csv``: they hold
 each fit job's wall time (``job time (s)``) but no CPU time, so nothing can be flagged.
 
-Fit job paths are ``fit/<dataset>/<setting>/<method>/split<split>.tsv``; other rules
-(``prepare_data``, ``splits``, ``gather``, ``table``, ``summary``) are listed by rule
-with the rest of their path as the job name.
+Fit job paths are ``fit/<dataset>/<setting>/<method>/split<label>.tsv``, the label
+``all`` (fit_grain: method), a split's number (``split``) or ``all.p03`` (grid point
+3 of the method, ``point``); other rules (``prepare_data``, ``splits``, ``gather``,
+``table``, ``summary``) are listed by rule with the rest of their path as the job
+name.
 
 Usage::
 
@@ -34,22 +44,38 @@ Usage::
     python benchmarks/grid_cost.py --tables 'results/tables/*_cost.csv'
     python benchmarks/grid_cost.py --csv grid_cost.csv      # the per-job table
     python benchmarks/grid_cost.py --makespan 2 8 32        # wall time on N cores
+    python benchmarks/grid_cost.py --makespan 2 8 32 --rows results/head  # fit rows
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import glob
+import json
 import math
 import os
 import re
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
+
+#: A fit job's own cost besides its fits (s): starting Python, importing the
+#: library, loading the data, scoring and writing its rows. Measured on the
+#: ``.test`` run at ``fit_grain: point`` (BENCHMARKS.md, "On more cores"): its
+#: jobs' wall less their fits' time, a median of 9.4 s beside other workers at
+#: cpu/wall 0.25, so about 2.5 s on a core of its own; BSF's job, which fits
+#: nothing, took 2.6 s of CPU.
+OVERHEAD_S = 3.0
+#: The fit grains, in the order they are printed.
+GRAINS = ("method", "split", "point")
+#: A fit job's split label: its splits, then its grid point, if any (``all.p03``).
+_LABEL = re.compile(r"(\d+|all)(?:\.(p\d+))?")
 
 #: Columns of the per-job table, in order.
 JOB_COLUMNS = (
@@ -58,6 +84,7 @@ JOB_COLUMNS = (
     "setting",
     "method",
     "split",
+    "point",
     "job",
     "wall_s",
     "cpu_s",
@@ -82,13 +109,18 @@ def _number(value) -> float:
 
 
 def _job_fields(rel: Path) -> dict:
-    """rule, dataset, setting, method, split and a job name from a benchmark path."""
+    """rule, dataset, setting, method, split, point and job name of a benchmark path."""
     parts = rel.with_suffix("").parts
     rule = parts[0]
     out = {"rule": rule, "dataset": "", "setting": "", "method": "", "split": ""}
+    out["point"] = ""
     if rule == "fit" and len(parts) == 5:
         out.update(dataset=parts[1], setting=parts[2], method=parts[3])
-        out["split"] = parts[4].removeprefix("split")
+        label = parts[4].removeprefix("split")
+        m = _LABEL.fullmatch(label)
+        out["split"], out["point"] = (
+            (m.group(1), m.group(2) or "") if m else (label, "")
+        )
     elif rule in ("prepare_data", "splits", "gather") and len(parts) >= 2:
         out["dataset"] = parts[1]
         if len(parts) >= 3:
@@ -233,6 +265,9 @@ def before_after(
 def _finish(jobs: pd.DataFrame) -> pd.DataFrame:
     if jobs.empty:
         return pd.DataFrame(columns=list(JOB_COLUMNS))
+    if "point" not in jobs.columns:  # a table written before the point grain
+        jobs["point"] = ""
+    jobs["point"] = jobs["point"].fillna("").astype(str)
     jobs["cpu_per_wall"] = jobs["cpu_s"] / jobs["wall_s"]
     jobs["contention"] = False
     jobs["oversubscribed"] = False
@@ -321,6 +356,8 @@ def _print_jobs(jobs: pd.DataFrame, top: int | None) -> None:
             name = f"{j['dataset']}/{j['setting']}/{_method_label(j['method'])}"
             if j["split"]:
                 name += f" split{j['split']}"
+            if j["point"]:
+                name += f".{j['point']}"
         mark = "!" if j["contention"] else "+" if j["oversubscribed"] else " "
         print(
             f"{mark:1} {name[:58]:<58} "
@@ -416,17 +453,38 @@ def _load_config(path) -> dict | None:
         return yaml.safe_load(f)
 
 
-def plan_order(config_path) -> tuple[dict[str, str], dict[str, bool], dict[str, int]]:
-    """The fit jobs' order and split dependence, from the workflow's own plan.
+def _whole(dataset: str, setting: str, method: str) -> str:
+    """Name of a method's one job at ``fit_grain: method``."""
+    return f"fit/{dataset}/{setting}/{method}/splitall"
 
-    Returns ``(after, per_split, points)``: ``after[job]`` is the job whose fit it reads
-    from the fit cache and must follow (``Plan.fit_after``: mfeat's settings that
-    differ only in their labeled draw), and ``per_split[job]`` whether its fit
-    depends on the split (fit on rows drawn with it), so that the ``split`` fit
-    grain cuts it into one job per split, and ``points[job]`` its number of grid
-    points (eps values, lambda pairs). Jobs are named as in the benchmark
-    files (``fit/<dataset>/<setting>/<method>/split<split>``) at the method grain.
+
+class PlannedJob(NamedTuple):
+    """One fit job of the workflow's plan at one grain (:func:`plan_jobs`).
+
+    Attributes
+    ----------
+    whole : str
+        The method's one job at ``fit_grain: method`` that this job is part of.
+    after : str
+        The job it follows (``Plan.fit_after``: mfeat's settings that differ only
+        in their labeled draw), ``""`` if none.
+    per_split : bool
+        Whether its fit depends on the split (fit rows drawn with it: Ads's every
+        row but validation, SecStr's DSE and SSMVD on a subset drawn per split).
+    point : dict or None
+        The grid point it fits; None: every point of the method.
+    n_points : int
+        The method's grid points in the setting (eps values, lambda pairs).
     """
+
+    whole: str
+    after: str
+    per_split: bool
+    point: dict | None
+    n_points: int
+
+
+def _plan(config_path, grain: str):
     from snakemake.utils import validate
 
     from tcca_core.pipeline.config import load_yaml
@@ -435,25 +493,59 @@ def plan_order(config_path) -> tuple[dict[str, str], dict[str, bool], dict[str, 
     schema = str(ROOT / "workflow" / "schemas" / "config.schema.yaml")
     config = load_yaml(config_path) or {}
     config["post_hoc"] = True  # the post hoc jobs are measured too
+    config["fit_grain"] = grain
     validate(config, schema=schema)
-    base = dict(config)
-    plan = build_plan(config, base, [], workdir=str(ROOT))
-    after, per_split, points = {}, {}, {}
+    return build_plan(config, dict(config), [], workdir=str(ROOT))
+
+
+def plan_jobs(config_path, grain: str = "method") -> dict[str, PlannedJob]:
+    """Every fit job of the configuration at ``grain``, from the workflow's own plan.
+
+    Keyed by the job's name in the benchmark files
+    (``fit/<dataset>/<setting>/<method>/split<label>``).
+    """
+    from tcca_core.pipeline.plan import parse_label
+    from tcca_core.registry import METHODS
+
+    plan = _plan(config_path, grain)
+    jobs = {}
     for dataset in plan.datasets:
         for setting, spec in plan.settings[dataset].items():
             for method in spec.methods:
-                name = f"fit/{dataset}/{setting}/{method}/splitall"
-                before = plan.fit_after(dataset, setting, method, "all")
-                if before:
-                    rel = Path(before[0]).as_posix().split("/fits/", 1)[-1]
-                    after[name] = "fit/" + rel.removesuffix(".csv")
-                job = plan.fit_job(dataset, setting, method, "all")
-                per_split[name] = job.fit_on == "exclude_validation"
-                points[name] = int(
-                    np.prod(
-                        [len(v) for v in job.params.values() if isinstance(v, list)]
+                points = plan.grid_points(dataset, setting, method)
+                for label in plan.fit_labels(dataset, setting, method):
+                    job = plan.fit_job(dataset, setting, method, label)
+                    before = plan.fit_after(dataset, setting, method, label)
+                    _, k = parse_label(label)
+                    drawn = METHODS[method].transductive and "subset" in job.params
+                    jobs[f"fit/{dataset}/{setting}/{method}/split{label}"] = PlannedJob(
+                        whole=_whole(dataset, setting, method),
+                        after=_job_of(before[0]) if before else "",
+                        per_split=job.fit_on == "exclude_validation" or drawn,
+                        point=None if k is None else points[k],
+                        n_points=len(points),
                     )
-                )
+    return jobs
+
+
+def _job_of(fit_file: str) -> str:
+    """A job's name from its fit file (``.../fits/<...>.csv``)."""
+    rel = Path(fit_file).as_posix().split("/fits/", 1)[-1]
+    return "fit/" + rel.removeprefix("fits/").removesuffix(".csv")
+
+
+def plan_order(config_path) -> tuple[dict[str, str], dict[str, bool], dict[str, int]]:
+    """The fit jobs' order and split dependence at ``fit_grain: method``.
+
+    Returns ``(after, per_split, points)`` of :func:`plan_jobs`' jobs: the job
+    each follows (where one does), whether its fit depends on the split (the
+    ``split`` fit grain cuts it into one job per split) and its number of grid
+    points (eps values, SSMVD's lambda pairs).
+    """
+    jobs = plan_jobs(config_path, "method")
+    after = {name: job.after for name, job in jobs.items() if job.after}
+    per_split = {name: job.per_split for name, job in jobs.items()}
+    points = {name: job.n_points for name, job in jobs.items()}
     return after, per_split, points
 
 
@@ -498,14 +590,14 @@ def grain_costs(
     grain: str,
     points: dict[str, int] | None = None,
 ) -> tuple[dict[str, float], dict[str, str]]:
-    """Fit jobs' wall times at another ``grain``, from the method grain's.
+    """Fit jobs' wall times at another ``grain``, from the method grain's, in shares.
 
     ``split``: a job whose fit depends on the split becomes ``n_splits`` jobs of
     a ``n_splits``-th of its time each (its splits are independent); one whose
-    fit does not (SecStr's transductive fit, mfeat's on every row) stays one job:
-    the first split fits it, the others read the fit cache. ``point`` (a grain
-    the workflow does not have): every job cut into one per grid point, each an
-    equal share of its time, the estimate of what such a grain would give.
+    fit does not (mfeat's on every row) stays one job: the first split fits it,
+    the others read the fit cache. ``point``: every job cut into one per grid
+    point, each an equal share of its time (what :func:`point_costs` falls back
+    to without the job's rows).
     """
     cost = dict(zip(fits["job"], fits["wall_s"], strict=True))
     if grain == "method":
@@ -525,22 +617,260 @@ def grain_costs(
     return out, rename
 
 
-def print_makespans(fits, config_path, cores, n_splits: int = 5) -> None:
-    """Print the estimated wall time of the fit jobs at each grain and core count."""
-    after, per_split, points = plan_order(config_path)
-    print("\nEstimated wall time of the fit jobs (list scheduling, one core a job):")
+# ------------------------------------------------------- the point grain's costs
+
+#: What names one fit among a job's rows: a fit reused by several splits (through
+#: the fit cache) or grid points (SSMVD's one fit per r for every pair) reports
+#: the same time and memory on each of their rows.
+_FIT_KEY = ("r", "view", "pair", "fit_s", "peak_mb")
+
+
+def read_fit_rows(folder, job: str) -> pd.DataFrame | None:
+    """The rows a fit job wrote, from a run folder's ``fits/`` or its ``rows/``.
+
+    ``job`` is the job's name (``fit/<dataset>/<setting>/<method>/split<label>``);
+    None where neither has them.
+    """
+    from tcca_core.pipeline.rows import ROWS
+
+    _, dataset, setting, method, name = job.split("/")
+    path = Path(folder) / "fits" / dataset / setting / method / f"{name}.csv"
+    if path.is_file():
+        return pd.read_csv(path)
+    bundle = Path(folder) / ROWS.format(dataset=dataset, setting=setting)
+    if not bundle.is_file():
+        return None
+    return _bundle(str(bundle)).get(f"{method}/{name}.csv")
+
+
+@functools.cache
+def _bundle(path: str) -> dict[str, pd.DataFrame]:
+    """A rows bundle's rows by fit file (read once: a setting's jobs share it)."""
+    from tcca_core.pipeline.rows import FIT_FILE, read_bundle
+
+    header, rows = read_bundle(path)
+    frame = pd.DataFrame(rows, columns=header)
+    numeric = ("r", "view", "fit_s", "peak_mb")
+    frame = frame.assign(
+        **{c: pd.to_numeric(frame[c], errors="coerce") for c in numeric if c in frame}
+    ).replace({"pair": {"": None}})
+    return {
+        name: part.drop(columns=FIT_FILE).reset_index(drop=True)
+        for name, part in frame.groupby(FIT_FILE, sort=False)
+    }
+
+
+def fit_time(rows: pd.DataFrame) -> float:
+    """Seconds of the fits behind a job's rows, each fit counted once."""
+    timed = rows.dropna(subset=["fit_s"])
+    return float(timed.drop_duplicates([c for c in _FIT_KEY if c in timed]).fit_s.sum())
+
+
+def point_fit_times(rows: pd.DataFrame, points: list[dict]) -> list[float]:
+    """Each grid point's share of the fits' time of a method job's rows.
+
+    A row belongs to the first point whose values its ``params`` hold. A fit is
+    counted once (:data:`_FIT_KEY`); one shared by several points (SSMVD's one
+    fit per r for every (lambda1, lambda2)) is shared out equally among them:
+    a point job that fits its pair alone repeats the shared setup, which these
+    shares cannot see (a lower bound).
+    """
+    parsed: dict[str, dict] = {}
+
+    def owner(params: str) -> int:
+        if params not in parsed:
+            parsed[params] = json.loads(params)
+        values = parsed[params]
+        return next(
+            (
+                k
+                for k, point in enumerate(points)
+                if all(values.get(key) == v for key, v in point.items())
+            ),
+            -1,
+        )
+
+    timed = rows.dropna(subset=["fit_s"])
+    timed = timed.assign(_point=[owner(p) for p in timed["params"]])
+    timed = timed[timed["_point"] >= 0]
+    shares = [0.0] * len(points)
+    key = [c for c in _FIT_KEY if c in timed]
+    for _, fit in timed.groupby(key, dropna=False, sort=False):
+        owners = sorted(set(fit["_point"]))
+        for k in owners:
+            shares[k] += float(fit["fit_s"].iloc[0]) / len(owners)
+    return shares
+
+
+def point_costs(
+    wall: float, shares: list[float], overhead: float = OVERHEAD_S
+) -> list[float]:
+    """The wall times of the point jobs that one method job of ``wall`` s becomes.
+
+    Each pays the per-job ``overhead`` and its fits (``shares``, from
+    :func:`point_fit_times`), and an equal share of the rest of the method job
+    (scoring the learner, transforms, kernels). Where the fits' times exceed the
+    job's (fits read from the fit cache, counted at the time of their first fit),
+    the job's time is shared out in proportion to them. Without fit times: equal
+    shares.
+    """
+    n = len(shares)
+    work = max(wall - overhead, 0.0)
+    total = sum(shares)
+    if total <= 0:
+        return [overhead + work / n] * n
+    if total <= work:
+        rest = (work - total) / n
+        return [overhead + f + rest for f in shares]
+    return [overhead + work * f / total for f in shares]
+
+
+def whole_costs(fits: pd.DataFrame, overhead: float = OVERHEAD_S) -> dict[str, float]:
+    """Each method's one-job wall time (``fit_grain: method``) from a run's fit jobs.
+
+    A method's jobs at another grain (one per split or per grid point) merged:
+    their walls summed, less the overhead of all but one.
+    """
+    whole = [
+        _whole(d, s, m)
+        for d, s, m in zip(
+            fits["dataset"], fits["setting"], fits["method"], strict=True
+        )
+    ]
+    out = {}
+    for name, group in fits.assign(_whole=whole).groupby("_whole", sort=False):
+        walls = group["wall_s"]
+        out[name] = max(walls.sum() - (len(walls) - 1) * overhead, walls.max())
+    return out
+
+
+def estimate_point_costs(
+    whole: dict[str, float],
+    planned: dict[str, PlannedJob],
+    rows_folder=None,
+    overhead: float = OVERHEAD_S,
+) -> dict[str, float]:
+    """The point grain's jobs and wall times, from the method grain's.
+
+    ``whole``: each method job's wall time (:func:`whole_costs`); ``planned``: the
+    point grain's jobs (:func:`plan_jobs`); ``rows_folder``: a run folder with the
+    method jobs' rows (``fits/`` or ``rows/``), whose fit times share each job out
+    among its points (:func:`point_costs`). A method with one grid point stays
+    one job, as at the method grain.
+    """
+    parts: dict[str, list[tuple[str, PlannedJob]]] = {}
+    for name, job in planned.items():
+        parts.setdefault(job.whole, []).append((name, job))
+    out = {}
+    for name, wall in whole.items():
+        jobs = parts.get(name)
+        if not jobs or len(jobs) == 1:
+            out[jobs[0][0] if jobs else name] = wall
+            continue
+        points = [job.point or {} for _, job in jobs]
+        rows = None if rows_folder is None else read_fit_rows(rows_folder, name)
+        shares = [0.0] * len(points) if rows is None else point_fit_times(rows, points)
+        costs = point_costs(wall, shares, overhead)
+        for (job_name, _), c in zip(jobs, costs, strict=True):
+            out[job_name] = c
+    return out
+
+
+def measured_overhead(fits: pd.DataFrame, rows_folder) -> tuple[float, int]:
+    """Median per-job overhead of a run: a fit job's wall less its fits' time.
+
+    Returns (seconds, jobs measured); (nan, 0) without the jobs' rows.
+    """
+    gaps = []
+    for job, wall in zip(fits["job"], fits["wall_s"], strict=True):
+        rows = read_fit_rows(rows_folder, job)
+        if rows is not None and len(rows):
+            gaps.append(wall - fit_time(rows))
+    return (float(np.median(gaps)), len(gaps)) if gaps else (math.nan, 0)
+
+
+def run_grain(fits: pd.DataFrame) -> str:
+    """The fit grain a run's fit jobs were cut at (their split labels).
+
+    ``method`` where the jobs name no split (the cost tables' rows).
+    """
+    if (fits["point"] != "").any():
+        return "point"
+    if fits["split"].astype(str).str.fullmatch(r"\d+").any():
+        return "split"
+    return "method"
+
+
+def print_makespans(
+    fits: pd.DataFrame,
+    config_path,
+    cores,
+    *,
+    rows_folder=None,
+    overhead: float = OVERHEAD_S,
+) -> None:
+    """Print the fit jobs' wall time at each grain and core count.
+
+    The run's own grain is measured, the others estimated from it: the method
+    grain from the run's jobs merged (:func:`whole_costs`), the split grain in
+    shares (:func:`grain_costs`), the point grain from the method jobs' rows
+    (:func:`estimate_point_costs`).
+    """
+    grain = run_grain(fits)
+    planned = {g: plan_jobs(config_path, g) for g in GRAINS}
+    n_splits = int(_plan(config_path, "method").config["n_splits"])
+    measured = dict(zip(fits["job"], fits["wall_s"], strict=True))
+    whole = whole_costs(fits, overhead)
+    per_split = {name: job.per_split for name, job in planned["method"].items()}
+    costs = {"method": measured if grain == "method" else whole}
+    costs["split"] = (
+        measured
+        if grain == "split"
+        else grain_costs(
+            pd.DataFrame({"job": list(whole), "wall_s": list(whole.values())}),
+            per_split,
+            n_splits,
+            "split",
+        )[0]
+    )
+    costs["point"] = (
+        measured
+        if grain == "point"
+        else estimate_point_costs(whole, planned["point"], rows_folder, overhead)
+    )
+    if grain == "point" and rows_folder is not None:
+        seconds, n = measured_overhead(fits, rows_folder)
+        if n:
+            busy = (fits["cpu_s"] / fits["wall_s"]).median()
+            print(
+                f"\nPer-job overhead of this run: {seconds:.1f} s (median over {n} "
+                "fit jobs of the wall time less the fits' time of their rows"
+                + (
+                    f"; their median cpu/wall {busy:.2f}: below 1, the wait of a "
+                    "shared machine is in it"
+                    if not math.isnan(busy)
+                    else ""
+                )
+                + ")"
+            )
+    print(
+        f"\nWall time of the fit jobs (list scheduling, one core a job; run at the "
+        f"{grain} grain, the others estimated with a per-job overhead of "
+        f"{overhead:g} s):"
+    )
     print("| fit grain | " + " | ".join(f"{n} cores" for n in cores) + " | a cluster |")
     print("|---|" + "---:|" * (len(cores) + 1))
-    for grain in ("method", "split", "point"):
-        cost, _ = grain_costs(fits, per_split, n_splits, grain, points)
-        # a job cut into parts follows what its whole followed (no chain: the
-        # parts of mfeat's shared fits are independent of the settings' draws)
-        chain = {j: a for j, a in after.items() if j in cost and a in cost}
+    for g in GRAINS:
+        cost = costs[g]
+        # a job cut into parts follows what its whole followed; parts of a fit
+        # that depends on the split follow nothing (no other setting shares it)
+        links = {n: j.after for n, j in planned[g].items() if j.after}
+        links |= {n: j.after for n, j in planned["method"].items() if j.after}
+        chain = {j: a for j, a in links.items() if j in cost and a in cost}
         spans = [makespan(cost, chain, n) for n in (*cores, None)]
-        longest = max(cost.values())
+        how = "measured" if g == grain else "estimate"
         print(
-            f"| {grain}{' (estimate: no such grain yet)' if grain == 'point' else ''}"
-            f" (longest job {longest:,.0f} s) | "
+            f"| {g} ({how}: {len(cost)} jobs, longest {max(cost.values()):,.0f} s) | "
             + " | ".join(f"{s / 60:,.1f} min" for s in spans)
             + " |"
         )
@@ -577,8 +907,21 @@ def main(argv=None) -> int:
         "--makespan",
         type=int,
         nargs="*",
-        help="estimate the fit jobs' wall time on these core counts and a cluster, "
-        "at the method and split fit grains (e.g. --makespan 2 8 32)",
+        help="the fit jobs' wall time on these core counts and a cluster, at the "
+        "method, split and point fit grains (e.g. --makespan 2 8 32)",
+    )
+    parser.add_argument(
+        "--rows",
+        help="a run folder with the fit jobs' rows (fits/ or rows/), whose fit "
+        "times estimate the point grain (default: the folder above --benchmarks, "
+        "or results/ for a per-job table)",
+    )
+    parser.add_argument(
+        "--overhead",
+        type=float,
+        default=OVERHEAD_S,
+        help="a fit job's own cost besides its fits, s (default %(default)s: "
+        "measured on the .test run at the point grain)",
     )
     parser.add_argument("--csv", help="write the per-job table to this CSV")
     parser.add_argument(
@@ -596,7 +939,9 @@ def main(argv=None) -> int:
         origin = args.benchmarks
     if jobs.empty and Path(args.jobs).is_file():
         print(f"no benchmark files under {args.benchmarks}: reading {args.jobs}")
-        jobs = _finish(pd.read_csv(args.jobs, dtype={"split": str, "setting": str}))
+        jobs = _finish(
+            pd.read_csv(args.jobs, dtype={"split": str, "setting": str, "point": str})
+        )
         origin = args.jobs
     if jobs.empty:
         paths = sorted(glob.glob(args.tables))
@@ -614,7 +959,18 @@ def main(argv=None) -> int:
     )
     report(jobs, top=args.top or None, cores=args.cores, origin=origin)
     if args.makespan:
-        print_makespans(jobs[jobs["rule"] == "fit"], args.config, args.makespan)
+        rows = args.rows or (
+            Path(args.benchmarks).parent
+            if origin == args.benchmarks
+            else ROOT / "results"
+        )
+        print_makespans(
+            jobs[jobs["rule"] == "fit"],
+            args.config,
+            args.makespan,
+            rows_folder=rows,
+            overhead=args.overhead,
+        )
     if args.csv:
         out = jobs.sort_values("wall_s", ascending=False)
         out.to_csv(args.csv, index=False, float_format="%.3f", lineterminator="\n")

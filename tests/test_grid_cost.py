@@ -282,12 +282,140 @@ def test_the_split_grain_cuts_only_split_dependent_fits(gc):
     assert sorted(cost.values()) == [2.0, 2.0, 2.0, 5.0, 5.0]
 
 
+REPO = Path(__file__).resolve().parents[1]
+
+
 def test_the_plan_orders_mfeats_shared_fits(gc):
-    after, per_split, points = gc.plan_order(
-        Path(__file__).resolve().parents[1] / "config" / "config.yaml"
-    )
+    after, per_split, points = gc.plan_order(REPO / "config" / "config.yaml")
     job = "fit/mfeat/kernel2000_6/ktcca/splitall"
     assert after[job] == "fit/mfeat/kernel2000_4/ktcca/splitall"
     assert per_split["fit/ads/l100/tcca/splitall"]
+    assert per_split["fit/secstr/84k/ssmvd/splitall"]  # 10K rows drawn per split
     assert not per_split[job]  # fitted on every row, whatever the split
-    assert points[job] > 1
+    assert points[job] == 10
+    assert points["fit/mfeat/linear4/ssmvd/splitall"] == 25  # the registry's pairs
+
+
+def test_the_point_grains_jobs_follow_their_points(gc):
+    jobs = gc.plan_jobs(REPO / "config" / "config.yaml", "point")
+    job = jobs["fit/mfeat/kernel2000_6/ktcca/splitall.p03"]
+    assert job.after == "fit/mfeat/kernel2000_4/ktcca/splitall.p03"
+    assert job.whole == "fit/mfeat/kernel2000_6/ktcca/splitall"
+    assert job.point == {"eps": 1e-4} and job.n_points == 10
+    pairs = [n for n in jobs if n.startswith("fit/secstr/84k/ssmvd/")]
+    assert len(pairs) == 25
+    assert jobs["fit/secstr/84k/tcca/splitall"].point is None  # one point, one job
+
+
+def test_a_point_jobs_benchmark_file_names_its_point(gc, tmp_path):
+    b = tmp_path / "benchmarks"
+    _write(b, "fit/mfeat/linear4/tcca/splitall.p03.tsv", _row(12.0, 11.0))
+    _write(b, "fit/mfeat/linear4/bsf/splitall.tsv", _row(2.0, 2.0))
+    jobs = gc.read_benchmarks(b).set_index("job")
+    j = jobs.loc["fit/mfeat/linear4/tcca/splitall.p03"]
+    assert (j.method, j.split, j.point) == ("tcca", "all", "p03")
+    assert jobs.loc["fit/mfeat/linear4/bsf/splitall"].point == ""
+    assert gc.run_grain(jobs.reset_index()) == "point"
+    split = pd.DataFrame({"split": ["0", "1"], "point": ["", ""]})
+    assert gc.run_grain(split) == "split"
+    assert gc.run_grain(split.assign(split=["all", ""])) == "method"  # cost tables
+
+
+def _fit_rows(points: dict[str, float], splits=(0, 1), rs=(2, 4), k=(1, 2)):
+    """Fit rows of a method job: each grid point's (JSON params) fit time per r,
+    the same on every split (a fit reused through the fit cache)."""
+    return pd.DataFrame(
+        [
+            {"split": s, "r": r, "view": None, "pair": None, "k": kk,
+             "params": params, "fit_s": seconds, "peak_mb": 1.0}
+            for params, seconds in points.items()
+            for s in splits for r in rs for kk in k
+        ]
+    )  # fmt: skip
+
+
+def test_point_costs_share_a_method_job_by_its_fits(gc):
+    points = [{"eps": 0.01}, {"eps": 1.0}]
+    rows = _fit_rows({'{"eps": 0.01}': 3.0, '{"eps": 1.0}': 1.0})
+    # each fit counted once, however many splits and learner values reuse it
+    assert gc.fit_time(rows) == 8.0
+    assert gc.point_fit_times(rows, points) == [6.0, 2.0]
+    # 20 s job: 3 s its own, 8 s of fits, 9 s of the rest shared equally
+    assert gc.point_costs(20.0, [6.0, 2.0], overhead=3.0) == [13.5, 9.5]
+    # fits read from the fit cache (their time above the job's): in proportion
+    assert gc.point_costs(11.0, [6.0, 2.0], overhead=3.0) == [9.0, 5.0]
+    assert gc.point_costs(11.0, [0.0, 0.0], overhead=3.0) == [7.0, 7.0]
+    # SSMVD's one fit per r serves every pair: shared out among them
+    shared = pd.concat(
+        [_fit_rows({p: 4.0}) for p in ('{"lambda1": 0, "lambda2": 1}',
+                                       '{"lambda1": 1, "lambda2": 1}')]
+    )  # fmt: skip
+    pairs = [{"lambda1": 0, "lambda2": 1}, {"lambda1": 1, "lambda2": 1}]
+    assert gc.point_fit_times(shared, pairs) == [4.0, 4.0]
+
+
+def test_whole_costs_merge_a_methods_jobs(gc):
+    fits = pd.DataFrame(
+        {
+            "job": ["fit/a/s/tcca/splitall.p00", "fit/a/s/tcca/splitall.p01",
+                    "fit/a/s/bsf/splitall"],
+            "dataset": ["a"] * 3, "setting": ["s"] * 3,
+            "method": ["tcca", "tcca", "bsf"], "wall_s": [12.0, 8.0, 2.0],
+        }
+    )  # fmt: skip
+    assert gc.whole_costs(fits, overhead=3.0) == {
+        "fit/a/s/tcca/splitall": 17.0,  # one start instead of two
+        "fit/a/s/bsf/splitall": 2.0,
+    }
+
+
+def _fixture_run(root: Path, grain: str) -> Path:
+    """A run of the .test configuration's fit jobs at ``grain``: benchmark files
+    and fit rows (TCCA's eps 0.01 fits take 3 s per r, eps 1.0 1 s)."""
+    bench, fits = root / "benchmarks" / "fit" / "nuswide", root / "fits" / "nuswide"
+    tcca = {'{"eps": 0.01}': 3.0, '{"eps": 1.0}': 1.0}
+    jobs = {"linear2/bsf/splitall": (2.0, {'{"normalize": true}': 0.0}),
+            "kernel2/ktcca/splitall": (5.0, {'{"eps": 0.01}': 1.0})}  # fmt: skip
+    if grain == "point":
+        jobs |= {
+            "linear2/tcca/splitall.p00": (12.0, dict(list(tcca.items())[:1])),
+            "linear2/tcca/splitall.p01": (8.0, dict(list(tcca.items())[1:])),
+        }
+    else:
+        jobs["linear2/tcca/splitall"] = (20.0, tcca)
+    for name, (wall, points) in jobs.items():
+        _write(bench, f"{name}.tsv", _row(wall, wall))
+        (fits / name).parent.mkdir(parents=True, exist_ok=True)
+        _fit_rows(points).to_csv(fits / f"{name}.csv", index=False)
+    return root
+
+
+@pytest.mark.parametrize("grain", ["method", "point"])
+def test_makespan_at_each_grain(gc, tmp_path, capsys, grain):
+    """A run at the method grain estimates the point grain's jobs from its fit rows;
+    a run at the point grain measures them, and its per-job overhead."""
+    run = _fixture_run(tmp_path / "results", grain)
+    config = str(REPO / ".test" / "config" / "config.yaml")
+    args = ["--benchmarks", str(run / "benchmarks"), "--config", config]
+    assert gc.main([*args, "--makespan", "1", "2", "--overhead", "3"]) == 0
+    out = capsys.readouterr().out
+    rows = {
+        line.split(" (")[0].strip("| "): line.split(") |")[0].split(" (", 1)[1]
+        for line in out.splitlines()
+        if line.startswith("| ") and "jobs, longest" in line
+    }
+    if grain == "method":
+        assert rows == {
+            "method": "measured: 3 jobs, longest 20 s",
+            "split": "estimate: 3 jobs, longest 20 s",  # no fit depends on the split
+            "point": "estimate: 4 jobs, longest 14 s",  # TCCA: 13.5 s and 9.5 s
+        }
+        assert "Per-job overhead" not in out
+    else:
+        assert rows == {
+            "method": "estimate: 3 jobs, longest 17 s",  # 12 + 8 s, one start less
+            "split": "estimate: 3 jobs, longest 17 s",
+            "point": "measured: 4 jobs, longest 12 s",
+        }
+        # wall less fits: BSF 2 - 0, KTCCA 5 - 2, TCCA 12 - 6 and 8 - 2 s
+        assert "Per-job overhead of this run: 4.5 s (median over 4 fit jobs" in out

@@ -100,8 +100,8 @@ def _both_label_counts(cfg):
 
 
 def _schema_faults(cfg):
-    """Four schema faults at once: every one is reported, each on its own line."""
-    cfg.update(n_splitz=3, n_splits="five", r_grid=[])
+    """Five schema faults at once: every one is reported, each on its own line."""
+    cfg.update(n_splitz=3, n_splits="five", r_grid=[], fit_grain="pont")
     _setting(cfg)["methods"].update(tcca2={})
 
 
@@ -134,6 +134,7 @@ BAD_CONFIGS = [
         "invalid config: n_splits: expected integer, got 'five'",
         "invalid config: r_grid: must not be empty",
         f"invalid config: {K}.methods.tcca2: unknown method 'tcca2'",
+        "invalid config: fit_grain: 'pont' is not one of method, split, point (did you mean 'point'?)",
     ), True),
     ("r-above-bound", _huge_kernel_r, ("invalid config: datasets.nuswide.settings.kernel2.r_grid: r = 150 is above 100",), True),
     ("unknown-dataset", _unknown_dataset, ("invalid config: datasets.nuswid: unknown data set (did you mean 'nuswide'?)",), True),

@@ -47,22 +47,46 @@ def job_counts(output: str) -> dict[str, int]:
     return counts
 
 
-def paper_grid(config: dict, post_hoc: bool = False) -> int:
-    """Fit jobs the configuration asks for: settings x methods x splits.
+def grid_size(method: str, options: dict) -> int:
+    """A method's grid points: the product of its values' counts over the registry's
+    grid (a configured list replaces a grid entry or adds an option; a single value
+    is one)."""
+    from tcca_core.registry import METHODS
 
-    Without ``post_hoc``, the methods that are not the paper's are left out.
+    counts = {key: len(values) for key, values in METHODS[method].grid.items()}
+    for key, value in (options or {}).items():
+        if key != "subset":  # an option, no grid parameter
+            counts[key] = len(value) if isinstance(value, list) else 1
+    n = 1
+    for count in counts.values():
+        n *= count
+    return n
+
+
+def paper_grid(config: dict, post_hoc: bool = False, grain: str | None = None) -> int:
+    """Fit jobs the configuration asks for at its fit grain (or ``grain``).
+
+    ``method``: settings x methods; ``split``: x splits; ``point``: settings x
+    methods x each method's grid points. Without ``post_hoc``, the methods that are
+    not the paper's are left out.
     """
     from tcca_core.registry import METHODS
 
-    per_job = 1 if config.get("fit_grain") == "method" else config["n_splits"]
+    grain = grain or config.get("fit_grain", "method")
     total = 0
     for dataset in config["datasets"].values():
         for setting in dataset["settings"].values():
             methods = setting["methods"]
             if isinstance(methods, str):
                 methods = config["method_sets"][methods]
-            kept = [m for m in methods if post_hoc or METHODS[m].runs_by_default]
-            total += len(kept) * per_job
+            for m, options in methods.items():
+                if not (post_hoc or METHODS[m].runs_by_default):
+                    continue
+                total += {
+                    "method": 1,
+                    "split": config["n_splits"],
+                    "point": grid_size(m, options),
+                }[grain]
     return total
 
 
@@ -94,6 +118,32 @@ def test_full_dry_run_lists_the_papers_grid(tmp_path, full_config):
     assert counts["table"] == len(full_config["tables"]) == 6
     # every data set is prepared, including SecStr's extra unlabeled set
     assert counts["prepare_data"] == 5
+
+
+@pytest.mark.parametrize("grain", ["split", "point"])
+def test_full_dry_run_at_each_fit_grain(tmp_path, full_config, grain):
+    """One fit job per split, or per grid point (an eps value, an SSMVD (lambda1,
+    lambda2) pair), over the same splits, gathers and tables."""
+    res = snakemake(
+        "-n",
+        "--nolock",
+        "--config",
+        f"data_root={tmp_path / 'data'}",
+        f"fit_grain={grain}",
+        "--",
+        "full",
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    counts = job_counts(res.stdout)
+    assert counts["fit"] == paper_grid(full_config, grain=grain)
+    assert counts["fit"] > paper_grid(full_config, grain="method")
+    assert counts["gather"] == 18 and counts["table"] == 6
+    if grain == "point":
+        # SSMVD's 25 pairs (the registry's grid: `ssmvd: {}`) on each of mfeat's
+        # linear settings
+        jobs = set(re.findall(r"fits/mfeat/linear4/ssmvd/split\S+\.csv", res.stdout))
+        assert len(jobs) == 25 and "fits/mfeat/linear4/ssmvd/splitall.p24.csv" in jobs
+        assert "fits/mfeat/linear4/bsf/splitall.csv" in res.stdout  # one point
 
 
 def test_post_hoc_methods_run_only_on_request(tmp_path, full_config):
@@ -329,6 +379,74 @@ def test_e2e_rerun_is_deterministic(e2e):
     assert res.returncode == 0, res.stderr[-3000:]
     for f, content in before.items():
         assert (e2e / f).read_bytes() == content, f
+
+
+#: Columns of a fit row that say what the fit cost, not what it gave.
+COST_COLUMNS = ("fit_s", "peak_mb", "fit_shared", "threads")
+
+
+@pytest.mark.slow
+def test_e2e_point_grain_gives_the_method_grains_rows(e2e, tmp_path):
+    """The .test run again at ``fit_grain: point``, in a folder of its own: one fit
+    job per grid point (TCCA's two eps values), gathered into the method grain's
+    rows (``e2e``); the rows bundles, accuracy tables and the summary's numbers are
+    the same. Only what the fits cost differs."""
+    import pandas as pd
+
+    from tcca_core.pipeline.rows import read_bundle, read_rows
+
+    work = tmp_path / "point"
+    (work / "config").mkdir(parents=True)
+    cfg = yaml.safe_load((REPO / ".test" / "config" / "config.yaml").read_text())
+    cfg["fit_grain"] = "point"
+    (work / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
+    _load_fixture_writer().write(work / "mirror")
+    res = snakemake("-s", str(SNAKEFILE), "--directory", str(work), "--cores", "2")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+    assert job_counts(res.stdout + res.stderr)["fit"] == 4
+    fits = work / "results" / "fits" / "nuswide"
+    assert sorted(p.relative_to(fits).as_posix() for p in fits.rglob("*.csv")) == [
+        "kernel2/ktcca/splitall.csv",
+        "linear2/bsf/splitall.csv",
+        "linear2/tcca/splitall.p00.csv",
+        "linear2/tcca/splitall.p01.csv",
+    ]
+    bench = work / "results/benchmarks/fit/nuswide/linear2/tcca/splitall.p01.tsv"
+    assert bench.read_text().startswith("s\t")
+    for setting in ("linear2", "kernel2"):
+        runs = [
+            pd.read_csv(root / f"results/runs/nuswide/{setting}.csv")
+            for root in (e2e, work)
+        ]
+        keep = [c for c in runs[0].columns if c not in COST_COLUMNS]
+        pd.testing.assert_frame_equal(runs[1][keep], runs[0][keep])
+        bundles = [
+            f"{root}/results/rows/nuswide/{setting}.csv.gz" for root in (e2e, work)
+        ]
+        rows = [
+            read_rows(b).sort_values(["method", "split"], kind="stable")[keep]
+            for b in bundles
+        ]
+        pd.testing.assert_frame_equal(
+            rows[1].reset_index(drop=True), rows[0].reset_index(drop=True)
+        )
+    _, point_rows = read_bundle(work / "results/rows/nuswide/linear2.csv.gz")
+    assert {r[0] for r in point_rows} == {
+        "bsf/splitall.csv",
+        "tcca/splitall.p00.csv",
+        "tcca/splitall.p01.csv",
+    }
+    for f in ACCURACY_FILES:
+        assert (work / f).read_bytes() == (e2e / f).read_bytes(), f
+    summaries = [
+        json.loads((root / "results/summary.json").read_text()) for root in (e2e, work)
+    ]
+    for table, record in summaries[0]["tables"].items():
+        other = summaries[1]["tables"][table]
+        assert set(other) == set(record)
+        for key in record:
+            if not key.startswith("cost"):
+                assert other[key] == record[key], (table, key)
 
 
 def test_defaults_written_out_rerun_nothing(e2e, tmp_path):

@@ -23,7 +23,8 @@ docs/architecture.md shows where each kind of change goes.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+import itertools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -244,6 +245,51 @@ class MethodSpec:
     def load_runner(self) -> Callable:
         """Return the runner function (imports its module)."""
         return resolve(self.runner)
+
+    def grid_points(self, params: Mapping[str, Any] | None = None) -> list[dict]:
+        """Every grid point of the method: its grid, with ``params`` overriding it.
+
+        The one expansion of a method's grid: :func:`~tcca_core.protocol.run_method`
+        fits these points, and the pipeline's plan cuts a fit job into one per
+        point (``fit_grain: point``), so that point k is the same in both.
+
+        Parameters
+        ----------
+        params : mapping, optional
+            Parameter name -> value or sequence of values: a grid entry replaced, or
+            an option of :attr:`extra` added to the grid (a single value is a grid
+            of one). Not ``subset``, which is no grid parameter.
+
+        Returns
+        -------
+        list of dict
+            The product of the values, the grid's keys first, the last key varying
+            fastest (SSMVD's 25 (lambda1, lambda2) pairs: lambda1 0, lambda2 0,
+            0.001, ..., 1; then lambda1 0.001, ...).
+
+        Raises
+        ------
+        ValueError
+            A parameter that is neither in the grid nor in :attr:`extra`, or an
+            empty sequence of values.
+        """
+        grid = {k: tuple(v) for k, v in self.grid.items()}
+        for key, value in (params or {}).items():
+            if key not in self.grid and key not in self.extra:
+                allowed = sorted(set(self.grid) | set(self.extra))
+                raise ValueError(
+                    f"method {self.name!r} has no parameter {key!r}; allowed: {allowed}"
+                )
+            if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+                value = (value,)
+            if len(value) == 0:
+                raise ValueError(f"the grid of {key!r} is empty")
+            grid[key] = tuple(value)
+        keys = list(grid)
+        return [
+            dict(zip(keys, values, strict=True))
+            for values in itertools.product(*(grid[k] for k in keys))
+        ]
 
 
 _RUNNERS = "tcca_core.protocol.runners"

@@ -14,7 +14,7 @@ from snakemake.utils import validate
 
 from tcca_core import datasets as tcca_datasets
 from tcca_core.pipeline import config as wf_config
-from tcca_core.pipeline.plan import FIT, FIT_BENCHMARK, build_plan
+from tcca_core.pipeline.plan import FIT, FIT_BENCHMARK, SPLIT_LABEL, build_plan
 
 OVERLAYS = list(workflow.overwrite_configfiles or [])
 wf_config.check_config_files([_BASE_CONFIG, *OVERLAYS])
@@ -44,7 +44,7 @@ wildcard_constraints:
     dataset="|".join(map(re.escape, PLAN.datasets)),
     setting="|".join(map(re.escape, PLAN.setting_names)),
     method="|".join(map(re.escape, PLAN.methods)),
-    split=r"\d+|all",
+    split=SPLIT_LABEL,
     table="|".join(map(re.escape, sorted(PLAN.tables, key=len, reverse=True))),
 
 

@@ -1,6 +1,8 @@
-# Splits, one fit job per dataset x setting x method x split (looping over r inside),
-# the per-setting gather of the fit results, and the per-setting bundle of every fit
-# row and benchmark that the published results commit (rows/, results/README.md).
+# Splits, the fit jobs (one per dataset x setting x method, looping over the splits;
+# or per split, or per grid point: `fit_grain`, config/README.md; each looping over
+# r), the per-setting gather of the fit results, and the per-setting bundle of every
+# fit row and benchmark that the published results commit (rows/, results/README.md).
+# A fit job's {split} is its split label: all, 0, 1, ... or all.p03 (grid point 3).
 # Paths and parameters come from the run's plan (PLAN, common.smk); the jobs' logic is
 # in tcca_core.pipeline.jobs (draw_splits, run_fit_job, gather_fits) and
 # tcca_core.pipeline.rows (write_rows).

@@ -60,6 +60,7 @@ from .locations import (
 )
 
 __all__ = [
+    "FIT_GRAINS",
     "PUBLISHED",
     "PUBLISHED_PARTS",
     "RUN_KEYS",
@@ -79,6 +80,24 @@ __all__ = [
     "setting_views",
     "value_problems",
 ]
+
+
+#: The values of ``fit_grain``: how the fits are cut into jobs (config/README.md).
+#: The schema's enum lists the same (tests/test_config_checks.py).
+FIT_GRAINS = {
+    "method": "one job per data set x setting x method, looping over the splits",
+    "split": "one job per data set x setting x method x split",
+    "point": "one job per data set x setting x method x grid point (eps value, "
+    "SSMVD's (lambda1, lambda2) pair), looping over the splits",
+}
+
+
+def _grain_problem(grain) -> str | None:
+    if grain in FIT_GRAINS:
+        return None
+    return f"{grain!r} is not a fit grain; choose " + "; ".join(
+        f"{name} ({what})" for name, what in FIT_GRAINS.items()
+    )
 
 
 def _view_problem(views, named) -> str | None:
@@ -105,14 +124,18 @@ def _view_problem(views, named) -> str | None:
 def value_problems(config: dict, settings: dict) -> list[tuple[str, str]]:
     """List (key, problem) for values that pass the schema but cannot work.
 
-    Views out of range or unknown, a ``pool`` the data set does not have, a subset
-    larger than the data set, an unknown paper table or column.
+    A ``fit_grain`` that is none of :data:`FIT_GRAINS`, views out of range or
+    unknown, a ``pool`` the data set does not have, a subset larger than the data
+    set, an unknown paper table or column.
 
     ``settings`` are common.smk's resolved settings (methods resolved). Only what is
     known without the data files is checked here; the jobs check the rest (the exact
     number of rows, e.g. NUS-WIDE's after its selection) with a clear message.
     """
     problems = []
+    why = _grain_problem(config.get("fit_grain", "method"))
+    if why:
+        problems.append(("fit_grain", why))
     for dataset, dcfg in config["datasets"].items():
         shape = dataset_shape(dataset)
         if shape is None:

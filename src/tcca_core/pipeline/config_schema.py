@@ -145,9 +145,15 @@ def _describe(error):
             f"({type(error.instance).__name__})"
         )
     if kind == "enum":
+        choices = [str(v) for v in error.validator_value]
+        hints = (
+            difflib.get_close_matches(error.instance, choices, n=1)
+            if isinstance(error.instance, str)
+            else []
+        )
         return _key(path), (
-            f"{_short(error.instance)} is not one of "
-            f"{', '.join(map(str, error.validator_value))}"
+            f"{_short(error.instance)} is not one of {', '.join(choices)}"
+            + (f" (did you mean {hints[0]!r}?)" if hints else "")
         )
     return _key(path), error.message
 

@@ -4,8 +4,10 @@
   splits of a setting, as JSON (rule ``splits``), with :func:`save_splits` /
   :func:`load_splits`;
 - :func:`run_fit_job`: one method on one split (or every split) of a setting over
-  its whole r grid, as a CSV of tidy results (rule ``fit``);
-- :func:`gather_fits`: the fit CSVs of a setting in one table (rule ``gather``).
+  its whole r grid, as a CSV of tidy results (rule ``fit``); at ``fit_grain:
+  point``, one grid point of the method (the job's ``params``);
+- :func:`gather_fits`: the fit CSVs of a setting in one table (rule ``gather``),
+  the same rows whatever the fit grain.
 
 Random draws come from the configuration's seed and stable names
 (:func:`derived_rng`), so a job draws the same rows whatever else the run holds.
@@ -228,6 +230,7 @@ def run_fit_job(
         logger.info("%d extra unlabeled rows for the subspace", len(rows))
 
     r_grid = r_grid_of({"r_grid": job.r_grid})
+    logger.info("%s options: %s", job.method, json.dumps(job.params, sort_keys=True))
     frames = []
     with tempfile.TemporaryDirectory(prefix="tcca-fit-") as scratch:
         cache = FitCache(fit_cache or scratch)
@@ -269,7 +272,25 @@ def run_fit_job(
 
 
 def gather_fits(fits: Sequence[PathLike], runs: PathLike, log: PathLike) -> None:
-    """Concatenate the fit CSVs of one setting into ``runs``."""
+    """Concatenate the fit CSVs of one setting into ``runs``, in one order.
+
+    ``fits`` come method by method (:meth:`.plan.Plan.fit_jobs`). A method's rows
+    are put split by split, and a split's pair by pair (CCA and KCCA (BST)), each
+    group's in the order of the files: the order of a job that loops over the
+    splits (``fit_grain: method``), whatever the grain. Point jobs (``fit_grain:
+    point``) each loop over the splits; read one after the other, a split's rows
+    then come grid point by grid point, as a method job yields them for every
+    runner but SSMVD's (r by r, every pair at each r), whose rows differ in their
+    lambdas, a tie-break of selection before the rows' order
+    (:mod:`tcca_core.protocol.selection`). So the tables do not depend on the grain.
+    """
     table = pd.concat([pd.read_csv(f) for f in fits], ignore_index=True)
+    if len(table):
+        # codes in the order of first appearance: the methods' and the pairs' own
+        method, _ = pd.factorize(table["method"])
+        pairs = table["pair"].astype("string").fillna("")
+        pair, _ = pd.factorize(table["method"].astype(str) + "/" + pairs)
+        order = np.lexsort((pair, table["split"].to_numpy(), method))
+        table = table.iloc[order].reset_index(drop=True)
     write_csv(table, runs)
     atomic_write_text(log, f"{len(table)} rows from {len(fits)} fit files\n")

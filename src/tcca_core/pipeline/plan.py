@@ -21,22 +21,29 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..registry import METHODS
 from .config import check_config
 from .config_settings import setting_views
 from .locations import run_location
 
 __all__ = [
+    "FIT",
+    "FIT_BENCHMARK",
+    "SPLIT_LABEL",
     "FitJob",
     "Plan",
     "Setting",
     "SplitJob",
     "build_plan",
     "canonical",
+    "parse_label",
+    "point_label",
     "sorted_keys",
     "strict_of",
 ]
@@ -217,10 +224,47 @@ class Plan:
 
     @property
     def split_labels(self) -> list[str]:
-        """The split wildcard's values: one per split, or "all" (fit_grain: method)."""
-        if self.config["fit_grain"] == "method":
-            return ["all"]
-        return [str(k) for k in range(self.config["n_splits"])]
+        """The splits of a fit job: one each (fit_grain: split), or "all" (the rest)."""
+        if self.config["fit_grain"] == "split":
+            return [str(k) for k in range(self.config["n_splits"])]
+        return ["all"]
+
+    def grid_points(self, dataset: str, setting: str, method: str) -> list[dict]:
+        """Return a method's grid points in a setting (``MethodSpec.grid_points``).
+
+        Its options in the setting over the registry's grid (SSMVD's 25 (lambda1,
+        lambda2) pairs come from the registry alone); ``subset`` is no grid
+        parameter.
+        """
+        options = self.settings[dataset][setting].methods[method] or {}
+        return METHODS[method].grid_points(
+            {k: v for k, v in options.items() if k != "subset"}
+        )
+
+    def fit_labels(self, dataset: str, setting: str, method: str) -> list[str]:
+        """Return the split labels (wildcard values) of a method's fit jobs.
+
+        ``fit_grain: method``: ``all``; ``split``: ``0``, ``1``, ...; ``point``:
+        ``all.p00``, ``all.p01``, ... (:func:`point_label`), one job per grid point
+        looping over the splits, and ``all`` for a method with one grid point.
+        """
+        splits = self.split_labels
+        if self.config["fit_grain"] != "point":
+            return splits
+        return [
+            label
+            for split in splits
+            for label in self._point_labels(dataset, setting, method, split)
+        ]
+
+    def _point_labels(
+        self, dataset: str, setting: str, method: str, split: str
+    ) -> list[str]:
+        """Labels of a method's point jobs on ``split`` (``[split]``: one point)."""
+        n = len(self.grid_points(dataset, setting, method))
+        if n == 1:
+            return [split]
+        return [f"{split}.{point_label(k, n)}" for k in range(n)]
 
     def extras(self, dataset: str) -> list[str]:
         """Extra unlabeled data sets the settings of ``dataset`` fit on."""
@@ -273,16 +317,31 @@ class Plan:
         return self.split_job(dataset, setting).as_params()
 
     def fit_job(self, dataset: str, setting: str, method: str, split: str) -> FitJob:
-        """Return the fit job of ``method`` on split ``split`` of a setting."""
+        """Return the fit job of ``method`` on split label ``split`` of a setting.
+
+        ``split`` is a value of the split wildcard (:meth:`fit_labels`): ``all``,
+        a split's number, or either with a grid point (``all.p03``), whose job
+        fits that point alone: its ``params`` are the point's values, one each.
+        """
         s = self.settings[dataset][setting]
         split_job = self.split_job(dataset, setting)
+        splits, point = parse_label(split)
+        params = s.methods[method]
+        if point is not None:
+            points = self.grid_points(dataset, setting, method)
+            if len(points) == 1 or point >= len(points):
+                raise ValueError(
+                    f"{dataset}/{setting}/{method}: no grid point {split!r}; the "
+                    f"method has {len(points)} there"
+                )
+            params = _point_params(points[point], params)
         return FitJob(
             **{
                 f.name: getattr(split_job, f.name) for f in dataclasses.fields(SplitJob)
             },
             method=method,
-            split=split,
-            params=s.methods[method],
+            split=splits,
+            params=params,
             **{k: v for k, v in s.job.items() if k not in _SPLIT_FIELDS},
         )
 
@@ -297,19 +356,28 @@ class Plan:
         hands it from one job to the next, but only to a job that starts after the
         first stored it. Run side by side, both fit it (the kernel500 KTCCA jobs
         did: twice 600 s). Ordering them costs nothing else: a cache hit is a read.
-        ``[]`` when no earlier setting shares it.
+        A grid point's job (``all.p03``) follows the earlier setting's job of the
+        same point, whatever its label there. ``[]`` when no earlier setting
+        shares it.
         """
         job = self.fit_job(dataset, setting, method, split)
         if job.fit_on == "exclude_validation":  # fit rows drawn with the split
             return []
         key = _subspace_key(job)
+        splits, point = parse_label(split)
         names = list(self.settings[dataset])
         for other in reversed(names[: names.index(setting)]):
             if method not in self.settings[dataset][other].methods:
                 continue
-            if _subspace_key(self.fit_job(dataset, other, method, split)) == key:
-                where = {"dataset": dataset, "setting": other, "method": method}
-                return [self.path(FIT, **where, split=split)]
+            labels = [split]
+            if point is not None or self.config["fit_grain"] == "point":
+                # the other setting's grid may number the point otherwise, or have
+                # only this one
+                labels = self._point_labels(dataset, other, method, splits)
+            for label in labels:
+                if _subspace_key(self.fit_job(dataset, other, method, label)) == key:
+                    where = {"dataset": dataset, "setting": other, "method": method}
+                    return [self.path(FIT, **where, split=label)]
         return []
 
     def fit_params(
@@ -319,7 +387,11 @@ class Plan:
         return self.fit_job(dataset, setting, method, split).as_params()
 
     def fit_jobs(self, dataset: str, setting: str) -> list[dict[str, str]]:
-        """List a setting's fit jobs: method, split, output and benchmark file."""
+        """List a setting's fit jobs: method, split label, output and benchmark file.
+
+        In the order the gather job reads them: method by method, each method's
+        jobs in the order of :meth:`fit_labels`.
+        """
         return [
             {
                 "setting": setting,
@@ -329,7 +401,7 @@ class Plan:
                 "benchmark": self.path(FIT_BENCHMARK, **where),
             }
             for method in self.settings[dataset][setting].methods
-            for split in self.split_labels
+            for split in self.fit_labels(dataset, setting, method)
             for where in [
                 {"dataset": dataset, "setting": setting, "method": method}
                 | {"split": split}
@@ -529,9 +601,50 @@ class Plan:
         return "\n".join(lines)
 
 
-#: A fit job's output and benchmark file, relative to the run's folder.
+#: A fit job's output and benchmark file, relative to the run's folder. ``{split}``
+#: is the job's split label (:meth:`Plan.fit_labels`): ``all``, ``0``, or
+#: ``all.p03`` (a grid point's job at ``fit_grain: point``).
 FIT = "fits/{dataset}/{setting}/{method}/split{split}.csv"
 FIT_BENCHMARK = "benchmarks/fit/{dataset}/{setting}/{method}/split{split}.tsv"
+#: What a split label may be (the ``split`` wildcard's constraint): the splits
+#: (``all`` or a split's number), then ``.p`` and a grid point's number, if any.
+SPLIT_LABEL = r"(?:\d+|all)(?:\.p\d+)?"
+_LABEL = re.compile(r"(\d+|all)(?:\.p(\d+))?")
+
+
+def point_label(k: int, n: int) -> str:
+    """Return grid point ``k`` of ``n`` as a label: ``p03``.
+
+    Zero-padded (two digits at least) so that the fit files of one method sort in
+    the grid's order.
+    """
+    return f"p{k:0{max(2, len(str(n - 1)))}d}"
+
+
+def parse_label(label: str) -> tuple[str, int | None]:
+    """Split a split label into its splits and its grid point (None: every point).
+
+    ``"all.p03"`` -> ``("all", 3)``; ``"0"`` -> ``("0", None)``.
+    """
+    m = _LABEL.fullmatch(str(label))
+    if m is None:
+        raise ValueError(
+            f"{label!r} is not a split label: 'all' or a split's number, then "
+            "'.p' and a grid point's number if any (e.g. all.p03)"
+        )
+    return m.group(1), None if m.group(2) is None else int(m.group(2))
+
+
+def _point_params(point: Mapping[str, Any], options: Mapping[str, Any] | None) -> dict:
+    """Return a point job's method options: the point's values, a grid of one each.
+
+    ``subset`` (DSE, SSMVD), no grid parameter, stays as the setting gives it.
+    """
+    params: dict[str, Any] = {k: [v] for k, v in point.items()}
+    if options and "subset" in options:
+        params["subset"] = options["subset"]
+    return params
+
 
 #: Fields of a splits job that come from its setting.
 _SPLIT_FIELDS = ("views", "n_labeled", "per_class", "subset", "pool", "fit_on")

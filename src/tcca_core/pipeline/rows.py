@@ -1,17 +1,19 @@
 """The committed per-fit rows of a run: one gzip-compressed CSV per setting.
 
 A run's fit jobs write one CSV each (``fits/<dataset>/<setting>/<method>/
-split<k>.csv``, :func:`~.fit_jobs.run_fit_job`) and Snakemake a benchmark file each
-(``benchmarks/fit/...tsv``); neither is committed. The ``rows`` rule bundles them per
-setting into what is:
+split<label>.csv``, :func:`~.fit_jobs.run_fit_job`; the label ``all``, a split's
+number, or ``all.p03`` for a grid point's job at ``fit_grain: point``) and Snakemake
+a benchmark file each (``benchmarks/fit/...tsv``); neither is committed. The ``rows``
+rule bundles them per setting into what is:
 
 - ``rows/<dataset>/<setting>.csv.gz``: every row of every fit file of the setting,
   **the fit file's cells exactly as written** (floats as Python's shortest repr,
   which reads back to the same double), after one column ``fit_file`` naming the
-  file relative to the setting's folder (``tcca/splitall.csv``); files in the order
-  of ``fit_file`` (method, then file name), each file's rows in its own order (the
-  grid's order, the selection's last tie-break). Gzip with mtime 0 and no file
-  name in its header: the same rows give the same bytes (with the same zlib);
+  file relative to the setting's folder (``tcca/splitall.csv``,
+  ``tcca/splitall.p03.csv``); files in the order of ``fit_file`` (method, then file
+  name: a method's point jobs in the grid's order), each file's rows in its own
+  order (the grid's order, the selection's last tie-break). Gzip with mtime 0 and no
+  file name in its header: the same rows give the same bytes (with the same zlib);
 - ``rows/<dataset>/<setting>.benchmarks.csv``: one line per line of each fit job's
   benchmark file, ``fit_file`` then the benchmark's columns, as written (``s``:
   wall seconds, ``max_rss``: MB, ...): the cost tables' whole-job time and RSS.

@@ -19,7 +19,6 @@ validation rows; the test labels are used for nothing but ``test_acc``.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import logging
 import math
@@ -232,26 +231,16 @@ class _Run:
 
 
 def _grid_points(spec: MethodSpec, params: dict | None) -> list[dict]:
-    """Every grid point of the method: its grid with ``params`` overriding it."""
-    grid = {k: tuple(v) for k, v in spec.grid.items()}
-    for key, value in (params or {}).items():
-        if key not in spec.grid and key not in spec.extra:
-            allowed = sorted(set(spec.grid) | set(spec.extra))
-            raise ValueError(
-                f"method {spec.name!r} has no parameter {key!r}; allowed: {allowed}"
-            )
-        if isinstance(value, np.ndarray):
-            value = value.tolist()
-        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-            value = (value,)
-        if len(value) == 0:
-            raise ValueError(f"the grid of {key!r} is empty")
-        grid[key] = tuple(value)
-    keys = list(grid)
-    return [
-        dict(zip(keys, vals, strict=True))
-        for vals in itertools.product(*(grid[k] for k in keys))
-    ]
+    """Every grid point of the method (:meth:`MethodSpec.grid_points`).
+
+    Arrays of values are read as lists (the registry's expansion knows no numpy).
+    """
+    return spec.grid_points(
+        {
+            key: value.tolist() if isinstance(value, np.ndarray) else value
+            for key, value in (params or {}).items()
+        }
+    )
 
 
 def _check_r_grid(r_grid) -> list[int]:
