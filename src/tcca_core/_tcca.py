@@ -219,6 +219,7 @@ class TCCA(
         linesearch="deprecated",
         random_state=SolverParams.random_state,
         algorithm: str = SolverParams.algorithm,
+        solver: str = SolverParams.solver,
         center: bool = True,
         verbose: int = 0,
     ):
@@ -232,6 +233,7 @@ class TCCA(
         self.linesearch = linesearch
         self.random_state = random_state
         self.algorithm = algorithm
+        self.solver = solver
         self.center = center
         self.verbose = verbose
 
