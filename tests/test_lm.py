@@ -335,3 +335,24 @@ def test_dask_views_run_gauss_newton():
     est = TCCA(2, **kw).fit([da.from_array(X, chunks=(200, -1)) for X in views])
     assert est.algorithm_ == "dask"
     assert_allclose(est.reconstruction_errors_, ref.reconstruction_errors_, rtol=1e-10)
+
+
+@pytest.mark.parametrize("algorithm", ["dense", "implicit"])
+def test_array_api_views_run_gauss_newton(monkeypatch, algorithm):
+    """On a device the MTTKRPs run there and Gauss-Newton's algebra on the host."""
+    xps = pytest.importorskip("array_api_strict")
+    import sklearn
+
+    monkeypatch.setenv("SCIPY_ARRAY_API", "1")
+    views = _planted_views(n=240, dims=(5, 6, 7))
+    # steps short of the minimum: at it, rounding decides whether one more lowers
+    # the error
+    kw = dict(solver="lm", init="random", n_init=1, tol=0, max_iter=8, random_state=0)
+    ref = TCCA(2, algorithm=algorithm, **kw).fit(views)
+    dev = xps.Device("device1")
+    with sklearn.config_context(array_api_dispatch=True):
+        est = TCCA(2, algorithm=algorithm, **kw).fit(
+            [xps.asarray(X, device=dev) for X in views]
+        )
+    assert est.n_iter_ == ref.n_iter_
+    assert_allclose(est.reconstruction_errors_, ref.reconstruction_errors_, rtol=1e-9)
