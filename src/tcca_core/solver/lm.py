@@ -24,10 +24,11 @@ Three choices were measured on Ads at r = 150 (eps = 1e-2, the exact HOSVD start
 and Gaussian ones; the record is in docs/history/benchmarks.md):
 
 * a dogleg trust region, not Levenberg-Marquardt's lambda I: with Nielsen's
-  update lambda fell to 1e-30 within tens of steps, leaving the truncated CG as
-  the only damping, and the fits ended at 0.172 (HOSVD) and 0.180-0.190 (random)
-  where the dogleg ends at 0.164 and 0.174-0.180 in similar time; a rejected
-  dogleg step costs no CG (the same two points give the step of a smaller radius);
+  update lambda fell by eight or more orders of magnitude within tens of steps,
+  leaving the truncated CG as the only damping, and the fits ended at 0.172
+  (HOSVD) and 0.180-0.190 (random) where the dogleg ends at 0.164 and
+  0.174-0.180 in similar time; a rejected dogleg step costs no CG (the same two
+  points give the step of a smaller radius);
 * the start as it is: scaled to its best multiple first (which ALS's first sweep
   does on its own), it ended higher from 8 of 9 starts;
 * column norms balanced only where they drift apart: equalized after every step,
@@ -64,11 +65,13 @@ __all__ = ["cp_lm", "gradient", "gramian_blocks", "gramian_product"]
 
 #: Conjugate-gradient iterations per Gauss-Newton step at most, and the residual
 #: (relative to the gradient) at which they stop early: Tensorlab's defaults. An
-#: inexact step is as good far from a minimum; on Ads at r = 150, 10 iterations
-#: ended 0.8 % higher than 15 and took as long, 25 took 1.7 times as long.
+#: inexact step is as good far from a minimum; on Ads at r = 150 from the exact
+#: HOSVD start, 10 ended 0.8 % higher than 15 and took longer (10.6 s against
+#: 9.0 s); with Levenberg-Marquardt, 25 took 1.7 times as long as 10 to the same
+#: minimum.
 CG_MAX_ITER = 15
 CG_TOL = 1e-6
-#: The first trust radius, relative to the norm of the start's factors.
+#: The first trust radius, relative to the norm of the start's factors (at least 1).
 RADIUS_START = 0.3
 #: Trials in a row that may be rejected before the iterate counts as a minimum to
 #: rounding; one whose step is below :data:`STEP_ROUNDING` of the factors' norm
