@@ -70,6 +70,7 @@ CORE_LAYERS = [
     {"solver.views"},  # the whitened views every engine reads
     {"solver.implicit", "solver.dense", "solver.tensorly"},  # the engines' tensors
     {"solver.als"},  # CP-ALS on any tensor's MTTKRP
+    {"solver.lm"},  # damped Gauss-Newton on the same, with ALS's error and rule
     {"solver.convergence", "solver.engine"},  # starts, race, rank loop; warnings
     {"solver.dask_reads"},  # what a Dask pass read, checked against the first
     {"solver.dask_chunks"},

@@ -209,7 +209,7 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
         (+0.3 s at N = 500, minutes at N = 5,597); ``"auto"`` takes it unless it
         costs more than the ALS sweeps, and the randomized start with power
         iterations otherwise.
-    max_iter, tol, n_init, acceleration, random_state, algorithm, verbose
+    max_iter, tol, n_init, acceleration, random_state, algorithm, solver, verbose
         As in :class:`tcca_core.TCCA`; the dense engine builds the N^m tensor S.
 
     Attributes
@@ -248,6 +248,7 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
         linesearch="deprecated",
         random_state=SolverParams.random_state,
         algorithm: str = SolverParams.algorithm,
+        solver: str = SolverParams.solver,
         verbose: int = 0,
     ):
         self.n_components = n_components
@@ -264,6 +265,7 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
         self.linesearch = linesearch
         self.random_state = random_state
         self.algorithm = algorithm
+        self.solver = solver
         self.verbose = verbose
 
     def fit(self, views, y=None):

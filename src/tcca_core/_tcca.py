@@ -134,6 +134,24 @@ class TCCA(
         ``"auto"`` picks "dense" or "implicit" by a cost model (estimated flops and
         memory of each, from the views' shapes) and never builds a dense tensor
         over 2 GiB.
+    solver : {"als", "lm"}, default="als"
+        The CP solver. ``"als"``: alternating least squares, sped up as
+        ``acceleration`` says. ``"lm"``: damped Gauss-Newton on all factors at
+        once (a dogleg trust region; each step solves the Gauss-Newton system,
+        applied from the factors' Gram matrices, by at most 15 preconditioned
+        conjugate-gradient iterations, as Tensorlab's ``cpd_nls``). A step costs
+        an ALS sweep's MTTKRPs plus O(m r^2 sum(d)) a CG iteration, never raises
+        the error, and counts as a sweep for ``max_iter``, ``n_iter_`` and the
+        race of starts; ``acceleration`` does not apply. It pays where ALS ends
+        in poor local minima: on Ads at r = 50 to 200 it ended 3 to 35 % lower
+        than ALS from every start tried (exact HOSVD and Gaussian), at 0.3 to 7
+        times ALS's CPU time (the most at r = 200); on a small planted problem
+        it reached the planted minimum from every Gaussian start, ALS from one
+        in three. It does not pay where the fit's error stays high (SecStr at
+        r = 50, error 0.97: no lower, 4 to 6 times slower). BENCHMARKS.md,
+        "Gauss-Newton (LM), opt-in". Not with ``algorithm="tensorly"``; where M
+        is compressed to its exact HOSVD bases (see the user guide), it starts
+        from the start's projection onto them.
     center : bool, default=True
         Center the views first, as the paper assumes ("each X_p is assumed to have
         been centered"). ``False`` applies the same formulas to the raw views: C_pp
@@ -220,6 +238,7 @@ class TCCA(
         linesearch="deprecated",
         random_state=SolverParams.random_state,
         algorithm: str = SolverParams.algorithm,
+        solver: str = SolverParams.solver,
         center: bool = True,
         verbose: int = 0,
     ):
@@ -233,6 +252,7 @@ class TCCA(
         self.linesearch = linesearch
         self.random_state = random_state
         self.algorithm = algorithm
+        self.solver = solver
         self.center = center
         self.verbose = verbose
 

@@ -1,4 +1,4 @@
-"""The CP-ALS solver behind TCCA and KTCCA, one responsibility per module.
+"""The CP solver behind TCCA and KTCCA, one responsibility per module.
 
 Bottom up (each module imports only those above it in this list):
 
@@ -10,7 +10,9 @@ Bottom up (each module imports only those above it in this list):
 * The engines of ``algorithm=``: :mod:`.dense` (M built in memory),
   :mod:`.implicit` (M never formed), :mod:`.tensorly` (tensorly's ``parafac``,
   the reference).
-* :mod:`.als`: CP-ALS on any tensor's MTTKRP (starts, line search, stopping rule).
+* :mod:`.als`: CP-ALS on any tensor's MTTKRP (starts, line search, stopping rule);
+  :mod:`.lm`: damped Gauss-Newton on the same (``solver="lm"``), with ALS's error
+  and stopping rule.
 * :mod:`.engine`: one engine bound to one tensor (the cost model, the starts and
   their race, the rank loop); :mod:`.convergence`: what a fit says when ALS stops
   short.

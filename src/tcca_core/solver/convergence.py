@@ -42,7 +42,12 @@ def warn_unconverged(name: str, out: dict, tol: float) -> None:
     ran_out = not out["converged"] and tol > 0 and still_moving(out["errors"], tol)
     if diverged or out.get("broke_down") or ran_out:
         message = convergence_message(
-            name, out["errors"], tol, diverged, rise=out.get("rise")
+            name,
+            out["errors"],
+            tol,
+            diverged,
+            rise=out.get("rise"),
+            solver=out.get("solver", "als"),
         )
         if swamped:
             message += (
@@ -99,13 +104,16 @@ def convergence_message(
     tol: float,
     diverged: bool = False,
     rise: tuple | None = None,
+    solver: str = "als",
 ) -> str:
     """Word the ConvergenceWarning of a fit that stopped short, broke down or diverged.
 
     It says how far the error still moved, so that a user can judge whether more
     sweeps matter. ``rise`` is :meth:`CPResult.kept`'s record of a run that ended
-    above its lowest error (``errors`` then ends at the iterate kept).
+    above its lowest error (``errors`` then ends at the iterate kept). ``solver``
+    names the method: ``"lm"`` (Gauss-Newton) counts steps, not sweeps.
     """
+    method, sweeps = ("Gauss-Newton", "steps") if solver == "lm" else ("ALS", "sweeps")
     n = len(errors)
     if rise is None and broke_down(errors):
         k = int(np.argmin(errors))
@@ -122,24 +130,26 @@ def convergence_message(
     if diverged:
         last = f"{errors[-1]:.6g}" if errors else "n/a"
         return (
-            f"{name}: ALS diverged (a degenerate CP fit: components far larger than "
-            "the tensor that cancel each other, or factors that overflowed); "
-            f"the iterate of lowest error is kept (sweep {n}, relative error "
-            f"{last}); a larger eps or another init may avoid it"
+            f"{name}: {method} diverged (a degenerate CP fit: components far larger "
+            "than the tensor that cancel each other, or factors that overflowed); "
+            f"the iterate of lowest error is kept ({sweeps[:-1]} {n}, relative "
+            f"error {last}); a larger eps or another init may avoid it"
         )
     w = min(WINDOW, n - 1)
     moved = (errors[-1 - w] - errors[-1]) / max(errors[-1], 1e-300) if w > 0 else 0.0
     # a rise smaller than a breakdown (above) is a stall at rounding level, where
     # "still fell by -4.7e-07" would mislead
-    times = f" ({moved / (w * tol):.3g} times tol per sweep)" if w * tol > 0 else ""
+    one = sweeps[:-1]
+    times = f" ({moved / (w * tol):.3g} times tol per {one})" if w * tol > 0 else ""
     trend = (
-        f"still fell by {moved:.2g} of itself over the last {w} sweeps{times}; a "
+        f"still fell by {moved:.2g} of itself over the last {w} {sweeps}{times}; a "
         "larger max_iter may lower it further"
         if moved >= 0
-        else f"rose by {-moved:.2g} of itself over the last {w} sweeps (ALS has "
-        "stalled: exact sweeps never raise it); more sweeps are unlikely to lower it"
+        else f"rose by {-moved:.2g} of itself over the last {w} {sweeps} ({method} "
+        f"has stalled: exact {sweeps} never raise it); more {sweeps} are unlikely "
+        "to lower it"
     )
     return (
-        f"{name}: ALS stopped after max_iter={n} sweeps before the stopping rule "
-        f"(tol={tol:g}) was met: the relative error {trend}"
+        f"{name}: {method} stopped after max_iter={n} {sweeps} before the stopping "
+        f"rule (tol={tol:g}) was met: the relative error {trend}"
     )

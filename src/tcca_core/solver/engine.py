@@ -3,7 +3,8 @@
 :func:`choose_engine` resolves ``algorithm="auto"`` from :func:`engine_costs`;
 :class:`MomentEngine` holds M (the "dense" and "tensorly" engines, :mod:`.dense`,
 :mod:`.tensorly`) or its tensor-free operator (the "implicit" engine,
-:class:`.implicit.ImplicitMoment`) and runs CP-ALS (:mod:`.als`) on it:
+:class:`.implicit.ImplicitMoment`) and runs CP-ALS (:mod:`.als`), or damped
+Gauss-Newton (:mod:`.lm`, ``solver="lm"``), on it:
 the kind and number of starts (``init="auto"``, ``n_init="auto"``), their race (a
 short heat, then a final of two), the two-view SVD, and rank paths that share M,
 ||M||^2 and the exact HOSVD across ranks.
@@ -504,6 +505,8 @@ class MomentEngine:
         }
         if rise is not None:
             info["rise"] = rise
+        if params.solver != "als":
+            info["solver"] = params.solver
         return weights, factors, info
 
     def _race(self, U0s, params: SolverParams, profile: dict, offsets=None):
@@ -519,12 +522,33 @@ class MomentEngine:
         of 10, 20, 40 sweeps cost five single fits for the same result. Returns the
         winner's index and result and, per start, the error at which it left the
         race (the winner's final error).
+
+        With ``params.solver == "lm"`` every run is damped Gauss-Newton
+        (:func:`.lm.cp_lm`, its steps counted as sweeps) from the same starts. On
+        a compressed engine it starts from the start's projection onto the
+        bases (``offsets`` unused): its iterates are then those of Gauss-Newton
+        on M from that projection, not from the start itself.
         """
         from .als import cp_als
+        from .lm import cp_lm
 
         max_iter = params.max_iter
 
         def run(U0=None, resume=None, upto=max_iter, i=None):
+            if params.solver == "lm":
+                # a compressed start's part outside the bases (``offsets``) is
+                # dropped: Gauss-Newton runs from the projected start
+                return cp_lm(
+                    self.mttkrp,
+                    self.norm_sq,
+                    U0,
+                    max_iter=upto,
+                    tol=params.tol,
+                    resume=resume,
+                    residual_sq=self.residual_sq,
+                    callback=_progress.sweep_callback(),
+                    eps=getattr(self._op, "eps", None),
+                )
             return cp_als(
                 self.mttkrp,
                 self.norm_sq,

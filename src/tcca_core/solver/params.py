@@ -23,6 +23,7 @@ from .._validation import Interval, Options, check_bool, validate_params
 __all__ = [
     "ALGORITHMS",
     "INITS",
+    "SOLVERS",
     "SOLVER_CONSTRAINTS",
     "SolverParams",
     "check_ranks",
@@ -33,6 +34,10 @@ __all__ = [
 #: The engines of ``algorithm=``: "dense" (:mod:`.dense`), "implicit"
 #: (:mod:`.implicit`), "tensorly" (:mod:`.tensorly`), or the cost model's pick.
 ALGORITHMS = ("auto", "dense", "implicit", "tensorly")
+
+#: The CP solvers of ``solver=``: alternating least squares (:mod:`.als`) or damped
+#: Gauss-Newton (:mod:`.lm`).
+SOLVERS = ("als", "lm")
 
 #: The starts of ``init=`` (or explicit factor matrices); see :func:`.als.init_factors`.
 INITS = ("auto", "hosvd", "svd", "random")
@@ -61,6 +66,7 @@ class SolverParams:
     linesearch: Any = _option("deprecated", "boolean", Options("deprecated"))
     random_state: Any = _option(None, "random_state")
     algorithm: str = _option("auto", Options(*ALGORITHMS))
+    solver: str = _option("als", Options(*SOLVERS))
 
     def __post_init__(self):
         """Check every field against its declaration; store ints and floats."""
@@ -79,6 +85,12 @@ class SolverParams:
                 self, "acceleration", "linesearch" if self.linesearch else None
             )
             object.__setattr__(self, "linesearch", "deprecated")
+        if self.solver != "als" and self.algorithm == "tensorly":
+            raise ValueError(
+                f"solver={self.solver!r} needs one of the library's engines, but "
+                "algorithm='tensorly' runs tensorly's parafac (ALS); use "
+                "algorithm='dense' (the same tensor M), 'implicit' or 'auto'"
+            )
 
     @classmethod
     def of(cls, estimator) -> SolverParams:
