@@ -11,9 +11,10 @@ the pipeline's 10K subset; K' = 299) and times, in one loop, on the same matrice
   stopped at the step count that first reaches the Gram route's answer to 1e-13.
 
 It also reports how far a Newton-Schulz iteration warm-started from the previous
-iterate's inverse square root lands from polar(M): it converges to polar(M Z_prev),
-not polar(M). Without ``--root`` it uses a synthetic R with SecStr's singular values
-in [0.4, 1.4].
+iterate's inverse square root lands from polar(M) (the largest entry error over the
+iterations): it converges to polar(M Z_prev), not polar(M), or diverges where M Z_prev
+has a singular value above sqrt(3). Without ``--root`` it uses a synthetic R with
+SecStr's singular values in [0.4, 1.4].
 
 Usage (one BLAS thread, as the pipeline's fit jobs run)::
 
@@ -121,16 +122,19 @@ def main(argv=None) -> int:
                 )
                 lam, V = np.linalg.eigh(M_prev.T @ M_prev)
                 X = M @ ((V / np.sqrt(lam)) @ V.T)  # warm start: previous inverse root
-                for _ in range(12):
-                    X = X @ (1.5 * np.eye(r) - 0.5 * (X.T @ X))
+                # It diverges where M Z_prev has a singular value above sqrt(3).
+                with np.errstate(all="ignore"):
+                    for _ in range(12):
+                        X = X @ (1.5 * np.eye(r) - 0.5 * (X.T @ X))
                 conds.append(s[0] / s[-1])
                 steps.append(k)
-                warm = max(warm, float(np.abs(X - P).max()))
+                err = float(np.abs(X - P).max())
+                warm = max(warm, err if np.isfinite(err) else np.inf)
         n = len(steps)
         print(
             f"{r:<3d} | {min(conds):.1f}-{max(conds):.1f} | {min(steps)}-{max(steps)}"
             f" | {t_gram / n:.3f} | {t_ns / n:.3f} | {t_ns / t_gram:.2f}"
-            f" | {warm:.1e}"
+            f" | {warm:.1e}" + (" (diverged)" if np.isinf(warm) else "")
         )
     return 0
 

@@ -544,6 +544,14 @@ def test_ssmvd_computes_its_patterns_once_per_job(data, monkeypatch):
         shared.drop(columns=timing), per_r.drop(columns=timing)
     )
 
+    # Spectral patterns have r columns: each r computes its own, nothing shared.
+    monkeypatch.undo()
+    monkeypatch.setattr(dse, "view_patterns", slow_patterns)
+    calls.clear()
+    params = {"lambda1": [0.1], "lambda2": [0.1], "view_embedding": "spectral"}
+    spectral = run_method(views, y, splits[0], "ssmvd", **{**kw, "params": params})
+    assert len(calls) == 3 and not spectral["r_capped"].any()
+
 
 def test_uncentered_variants(data):
     """tcca_nc is TCCA(center=False); CCA's and CCA-LS's center option reaches them."""

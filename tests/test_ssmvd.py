@@ -393,11 +393,11 @@ def test_a_warm_started_newton_schulz_misses_the_polar_factor(rng):
     A polar iteration X <- X p(X^T X) keeps the polar factor of its start, so it
     reaches polar(M) only from M times a function of M^T M. Started from M Z with
     Z = (M_prev^T M_prev)^{-1/2}, the previous iterate's inverse square root (which
-    does not commute with M^T M), it converges to rounding, but to polar(M Z): on
-    consecutive SSMVD iterates that is 1e-4 to 1e-3 away from polar(M). Started
-    from M itself it is exact but needs 4-6 steps for SSMVD's cond(M) of 1.4-7, each
-    two products as large as the Gram route's: no faster than the eigh it replaces
-    (BENCHMARKS.md, "SSMVD").
+    does not commute with M^T M), it converges to rounding, but to polar(M Z), away
+    from polar(M) by about the change between the iterates (1e-3 to 1e-1 on
+    SecStr's). Started from M itself it is exact but needs 5-7 steps, each the two
+    products of the Gram route: no faster than its eigh (polar_factor's docstring,
+    benchmarks/ssmvd_polar.py).
     """
     K, r = 120, 40
     R = np.diag(np.linspace(1.4, 0.4, K)) @ np.linalg.qr(rng.standard_normal((K, K)))[0]

@@ -263,11 +263,13 @@ def polar_factor(M: np.ndarray) -> np.ndarray:
     (``lambda_min < 1e-4 lambda_max``, see ``_POLAR_GRAM_MIN_RATIO``) it is the
     SVD's ``U V^T``, exactly as before.
 
-    Newton-Schulz iterations are not cheaper here: from ``M`` they need 4-6 steps
-    for SSMVD's ``cond(M)`` of 1.4-7, each step the two products of this route;
-    warm-started from the previous iterate's inverse square root they converge to a
-    different factor (``polar(M Z_prev)``, 1e-4 to 1e-3 away; measured by
-    ``benchmarks/ssmvd_polar.py``).
+    Newton-Schulz iterations do not pay here: from ``M`` they need 5-7 steps on
+    SecStr's iterates (``cond(M)`` 1.6-12), each step the two products of this
+    route, and even scaled with the exact extreme singular values (which a solver
+    would have to estimate) they take 0.83-0.98 of this route's time at r >= 50 and
+    more below. Warm-started from the previous iterate's inverse square root they
+    converge to a different factor, ``polar(M Z_prev)`` (1e-3 to 1e-1 away), or
+    diverge (``benchmarks/ssmvd_polar.py``).
     """
     if M.any(axis=0).all():
         P = _polar_gram(M)
