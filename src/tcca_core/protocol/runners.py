@@ -360,14 +360,15 @@ def run_ssmvd(data: Inputs, points) -> Iterator[Fit]:
     setting, before the fits (they also give r_max), and every r's fit uses them.
 
     Time accounting: that shared step is measured once and its cost is added to
-    every r's fit (``Fit.costs``: time added, peak the larger), so each row's
-    ``fit_s`` and ``peak_mb`` stay those of a standalone SSMVD fit at that r, as
-    they were when each r computed its own patterns. This is DSE's convention
-    (:func:`run_dse`: every r's fit includes its patterns) and the rank paths'
-    (each rank's ``fit_s`` includes the shared setup): a time-against-r row is
-    what it costs to produce that r's representation, and summing ``fit_s`` over r
-    counts the shared step once per r. Spectral patterns have r columns, so there
-    each r still computes its own.
+    every r's fit (``Fit.costs``), so each row's ``fit_s`` stays that of a
+    standalone SSMVD fit at that r, as when each r computed its own patterns. This
+    is DSE's convention (:func:`run_dse`: every r's fit includes its patterns) and
+    the rank paths' (each rank's ``fit_s`` includes the shared setup): a
+    time-against-r row is what it costs to produce that r's representation, and
+    summing ``fit_s`` over r counts the shared step once per r. ``peak_mb`` is the
+    larger of the two blocks' peaks, as for the kernel methods' kernels: it no
+    longer counts the patterns held during the solve. Spectral patterns have r
+    columns, so there each r still computes its own.
     """
     from ..baselines._ssmvd import SSMVD
 
