@@ -502,6 +502,57 @@ def test_cache_shares_transductive_fits(data, method, fit_calls):
     assert len(cache) == 2  # and not stored: no other split or job can reuse them
 
 
+def test_ssmvd_computes_its_patterns_once_per_job(data, monkeypatch):
+    """SSMVD's per-view PCA patterns depend on neither r nor the lambdas: the runner
+    computes them once (they also give r_max) for every r's fit. The rows equal
+    those of fits that compute their own patterns, but for the timing columns, and
+    every r's fit_s still includes the shared step (BENCHMARKS.md's time against r
+    keeps its meaning: what one r's representation costs)."""
+    import time
+
+    import tcca_core.baselines._dse as dse
+    import tcca_core.baselines._ssmvd as ssmvd_module
+
+    views, y, splits = data
+    kw = dict(r_grid=[2, 3, 50], params=SMALL["ssmvd"], seed=3)
+    calls = []
+    real_patterns = dse.view_patterns
+
+    def slow_patterns(*args, **kwargs):
+        calls.append(1)
+        time.sleep(0.05)
+        return real_patterns(*args, **kwargs)
+
+    monkeypatch.setattr(dse, "view_patterns", slow_patterns)
+    shared = run_method(views, y, splits[0], "ssmvd", **kw)
+    assert len(calls) == 1
+    fitted = shared[~shared["r_capped"]]
+    assert set(fitted["r"]) == {2, 3} and shared[shared["r"] == 50]["r_capped"].all()
+    assert (fitted["fit_s"] >= 0.05).all()  # each r is charged the shared step
+
+    real_grid = ssmvd_module.SSMVD.fit_transform_grid
+
+    def own_patterns(self, views, r_grid, lambdas=None, *, patterns=None):
+        return real_grid(self, views, r_grid, lambdas)
+
+    monkeypatch.setattr(ssmvd_module.SSMVD, "fit_transform_grid", own_patterns)
+    calls.clear()
+    per_r = run_method(views, y, splits[0], "ssmvd", **kw)
+    assert len(calls) == 1 + 2  # the runner's, then each fitted r's own
+    timing = ["fit_s", "peak_mb"]
+    pd.testing.assert_frame_equal(
+        shared.drop(columns=timing), per_r.drop(columns=timing)
+    )
+
+    # Spectral patterns have r columns: each r computes its own, nothing shared.
+    monkeypatch.undo()
+    monkeypatch.setattr(dse, "view_patterns", slow_patterns)
+    calls.clear()
+    params = {"lambda1": [0.1], "lambda2": [0.1], "view_embedding": "spectral"}
+    spectral = run_method(views, y, splits[0], "ssmvd", **{**kw, "params": params})
+    assert len(calls) == 3 and not spectral["r_capped"].any()
+
+
 def test_uncentered_variants(data):
     """tcca_nc is TCCA(center=False); CCA's and CCA-LS's center option reaches them."""
     from tcca_core import TCCA

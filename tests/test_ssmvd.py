@@ -23,6 +23,7 @@ from tcca_core.baselines._ssmvd import (
     ssmvd_solve,
     tree_penalty,
 )
+from tcca_core.solver.linalg import column_signs
 
 MODES = ["pca", "spectral"]
 LAMBDAS = [(1e-3, 1e-3), (1e-2, 1e-2), (1e-1, 0.0), (0.0, 1e-1), (0.3, 0.3)]
@@ -178,6 +179,47 @@ def test_prox_zeroes_whole_views_and_rows():
     assert_array_equal(w[0, 5:7], 0.0)
     assert np.all(w[0, 2:5] != 0)
     assert_array_equal(prox_tree(v, BLOCKS, 0.0, 10.0), 0.0)  # root kills the row
+
+
+def _prox_reference(V, blocks, t1, t2):
+    """The W-step as first written: sign times soft threshold, then the shrinkage of
+    each view block and of the whole row, each norm from np.linalg.norm."""
+
+    def shrink(W, t):
+        norms = np.linalg.norm(W, axis=1)
+        scale = np.zeros_like(norms)
+        scale[norms > t] = 1.0 - t / norms[norms > t]
+        W *= scale[:, None]
+        return W
+
+    W = np.sign(V) * np.maximum(np.abs(V) - t1, 0.0)
+    if t2 > 0:
+        for sl in blocks:
+            W[:, sl] = shrink(W[:, sl], t2)
+        shrink(W, t2)
+    return W
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_w_step_equals_the_reference_prox_and_its_sums(seed):
+    """_w_step shrinks |W| and puts the signs back once, and takes the penalty's
+    norms from its shrink factors: the same W (same zeros, values to rounding) and
+    the sums of tree_penalty and ||W||^2, on blocks that need not cover the row."""
+    rng = np.random.default_rng(seed)
+    K = 23
+    blocks = [slice(0, 5), slice(5, 12), slice(15, 23)]  # columns 12-14: no view
+    for t1 in (0.0, 1e-3, 0.2, 5.0):
+        for t2 in (0.0, 1e-3, 0.3, 5.0):
+            V = rng.standard_normal((9, K)) * rng.choice([1e-3, 1.0, 30.0])
+            V[rng.random(V.shape) < 0.2] = 0.0
+            want = _prox_reference(V, blocks, t1, t2)
+            W, l1, groups, sq = ssmvd_module._w_step(V, blocks, t1, t2)
+            assert_array_equal(W == 0, want == 0)
+            assert_allclose(W, want, rtol=1e-12, atol=1e-14 * np.abs(V).max())
+            assert_array_equal(prox_tree(V, blocks, t1, t2), W)
+            penalty = tree_penalty(want, blocks, 2 * t1, 2 * t2)
+            assert_allclose(2 * t1 * l1 + 2 * t2 * groups, penalty, rtol=1e-12)
+            assert_allclose(sq, np.sum(want**2), rtol=1e-12)
 
 
 # ------------------------------------------------------------------ the solver
@@ -344,6 +386,38 @@ def test_solver_matches_the_svd_route(rng, monkeypatch):
         assert_allclose(new[key], old[key], rtol=0, atol=1e-10)
 
 
+def test_a_warm_started_newton_schulz_misses_the_polar_factor(rng):
+    """Why the B-step keeps the eigh of M^T M rather than a Newton-Schulz iteration
+    warm-started from the previous iterate.
+
+    A polar iteration X <- X p(X^T X) keeps the polar factor of its start, so it
+    reaches polar(M) only from M times a function of M^T M. Started from M Z with
+    Z = (M_prev^T M_prev)^{-1/2}, the previous iterate's inverse square root (which
+    does not commute with M^T M), it converges to rounding, but to polar(M Z), away
+    from polar(M) by about the change between the iterates (1e-3 to 1e-1 on
+    SecStr's). Started from M itself it is exact but needs 5-7 steps, each the two
+    products of the Gram route: no faster than its eigh (polar_factor's docstring,
+    benchmarks/ssmvd_polar.py).
+    """
+    K, r = 120, 40
+    R = np.diag(np.linspace(1.4, 0.4, K)) @ np.linalg.qr(rng.standard_normal((K, K)))[0]
+    blocks = [slice(0, 40), slice(40, 80), slice(80, 120)]
+    Ms = []
+    real = ssmvd_module._polar_gram
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ssmvd_module, "_polar_gram", lambda M: Ms.append(M) or real(M))
+        ssmvd_solve(R, blocks, r, 0.01, 0.01, max_iter=6, tol=0)
+    M_prev, M = Ms[-2], Ms[-1]
+    lam, V = np.linalg.eigh(M_prev.T @ M_prev)
+    X = M @ ((V / np.sqrt(lam)) @ V.T)
+    for _ in range(10):
+        X = X @ (1.5 * np.eye(r) - 0.5 * (X.T @ X))
+    assert_allclose(X.T @ X, np.eye(r), atol=1e-13)  # converged ...
+    assert_allclose(X, _polar_svd(M @ ((V / np.sqrt(lam)) @ V.T)), atol=1e-12)
+    assert np.abs(X - _polar_svd(M)).max() > 1e-6  # ... to the wrong factor
+    assert_allclose(polar_factor(M), _polar_svd(M), atol=1e-12)
+
+
 def test_warm_starts_across_the_lambda_grid_leave_the_tolerance(rng):
     """Why the lambda grid keeps cold starts (each pair from the DSE solution).
 
@@ -401,6 +475,48 @@ def test_grid_matches_separate_fits(rng):
     assert list(by_r) == [2, 3]
 
 
+def test_shared_pca_patterns_give_the_same_fits_bit_for_bit(rng, monkeypatch):
+    """pca_patterns once, then one fit_transform_grid per r (the runner's calls):
+    every representation and fitted attribute is that of the call that computes its
+    own patterns, bit for bit, and the patterns are not computed again."""
+    views = latent_views(rng)
+    pairs = [(0.0, 0.0), (0.01, 0.05), (0.3, 0.3)]
+    shared = SSMVD(1, random_state=0).pca_patterns(views)
+    assert shared.rank == shared.basis.rank == sum(P.shape[1] for P in shared.patterns)
+    calls = []
+    real = ssmvd_module.SSMVD._patterns
+
+    def counting(self, *args):
+        calls.append(1)
+        return real(self, *args)
+
+    monkeypatch.setattr(ssmvd_module.SSMVD, "_patterns", counting)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for r in (2, 4):
+            a, b = SSMVD(r, random_state=0), SSMVD(r, random_state=0)
+            own = a.fit_transform_grid(views, [r], lambdas=pairs)
+            reused = b.fit_transform_grid(views, [r], lambdas=pairs, patterns=shared)
+            assert list(own) == list(reused)
+            for key in own:
+                assert_array_equal(own[key], reused[key])
+            assert_array_equal(a.loadings_, b.loadings_)
+            assert_array_equal(a.objective_, b.objective_)
+            for Pa, Pb in zip(a.view_embeddings_, b.view_embeddings_, strict=True):
+                assert_array_equal(Pa, Pb)
+    assert len(calls) == 2  # the two calls without patterns=
+    with pytest.raises(ValueError, match="shapes"):
+        SSMVD(2).fit_transform_grid([X[:-1] for X in views], [2], patterns=shared)
+    with pytest.raises(ValueError, match="pca_components"):
+        SSMVD(2, pca_components=3).fit_transform_grid(views, [2], patterns=shared)
+    with pytest.raises(ValueError, match="view_embedding='pca'"):
+        SSMVD(2, view_embedding="spectral").pca_patterns(views)
+    with pytest.raises(ValueError, match="view_embedding='pca'"):
+        SSMVD(2, view_embedding="spectral").fit_transform_grid(
+            views, [2], patterns=shared
+        )
+
+
 # ------------------------------------------------------ determinism and API
 @pytest.mark.parametrize("mode", MODES)
 def test_deterministic_for_fixed_random_state(rng, mode):
@@ -409,6 +525,29 @@ def test_deterministic_for_fixed_random_state(rng, mode):
     Z1 = SSMVD(3, **kw).fit_transform(views)
     Z2 = SSMVD(3, **kw).fit_transform(views)
     assert_array_equal(Z1, Z2)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    U=arrays(
+        np.float64,
+        st.tuples(st.integers(0, 6), st.integers(0, 5)),
+        elements=st.sampled_from([-2.0, -1.0, -0.0, 0.0, 1.0, 2.0, np.nan])
+        | st.floats(-3, 3),
+    )
+)
+def test_column_signs_follow_the_first_largest_magnitude_entry(U):
+    """column_signs (the sign convention of SSMVD's output and the package's)
+    reads each column's largest and smallest entry instead of an argmax over |U|;
+    ties in magnitude, zero columns and NaN give what the argmax rule gives."""
+    if U.shape[0] == 0:
+        want = np.ones(U.shape[1])
+    else:
+        idx = np.argmax(np.abs(U), axis=0)
+        want = np.sign(U[idx, np.arange(U.shape[1])])
+        want[want == 0] = 1.0
+    assert_array_equal(column_signs(U), want)
+    assert_array_equal(column_signs(np.asfortranarray(U)), want)
 
 
 def test_transform_is_refused(rng):

@@ -88,11 +88,19 @@ def _rank_message(r: int, basis: ConsensusBasis, infos) -> str:
 
 
 def consensus_bases(
-    patterns_max, infos, r_values, view_embedding, *, full=False, strict=True
+    patterns_max,
+    infos,
+    r_values,
+    view_embedding,
+    *,
+    full=False,
+    strict=True,
+    basis=None,
 ):
     """Yield ``(r, ConsensusBasis)`` for each feasible ``r``, reusing one Gram matrix.
 
-    In PCA mode the patterns do not depend on ``r``: one basis serves every ``r``.
+    In PCA mode the patterns do not depend on ``r``: one basis serves every ``r``
+    (``basis``, when the caller already has the complete one of ``patterns_max``).
     In spectral mode ``k_p = r`` and eigenvectors are nested, so the patterns for
     ``r`` are the first ``r`` columns of those for ``r_max``; the consensus itself is
     not nested and is recomputed from the matching sub-block of ``G_max``.
@@ -101,12 +109,14 @@ def consensus_bases(
     ``strict``; otherwise the grid is truncated there with a logged warning.
     ``full`` asks for complete bases (SSMVD needs :meth:`ConsensusBasis.reduced`).
     """
-    A_max = np.hstack(patterns_max)
-    G_max = A_max.T @ A_max
     if view_embedding == "pca":
-        basis = ConsensusBasis(A_max, G_max)  # K <= m * pca_components: cheap
+        if basis is None:
+            # K <= m * pca_components: cheap
+            basis = ConsensusBasis(np.hstack(patterns_max))
         bases = ((r, lambda basis=basis: basis) for r in r_values)
     else:
+        A_max = np.hstack(patterns_max)
+        G_max = A_max.T @ A_max
         offsets = np.cumsum([0] + [P.shape[1] for P in patterns_max])
 
         def make(r):

@@ -100,6 +100,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -117,6 +118,7 @@ from ._dse import (
 
 __all__ = [
     "SSMVD",
+    "SSMVDPatterns",
     "TransductiveError",
     "polar_factor",
     "prox_tree",
@@ -127,14 +129,17 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-def _group_shrink(W: np.ndarray, t: float) -> np.ndarray:
-    """``w <- max(0, 1 - t/||w||) w`` for each row of ``W`` (in place)."""
-    norms = np.linalg.norm(W, axis=1)
+def _row_norms(W: np.ndarray) -> np.ndarray:
+    """Euclidean norm of each row (einsum: no squared temporary)."""
+    return np.sqrt(np.einsum("ij,ij->i", W, W))
+
+
+def _shrink_factors(norms: np.ndarray, t: float) -> np.ndarray:
+    """``max(0, 1 - t/n)`` for each norm ``n`` (0 where ``n <= t``)."""
     scale = np.zeros_like(norms)
     nz = norms > t
     scale[nz] = 1.0 - t / norms[nz]
-    W *= scale[:, None]
-    return W
+    return scale
 
 
 def prox_tree(V: np.ndarray, blocks, t1: float, t2: float) -> np.ndarray:
@@ -164,20 +169,58 @@ def prox_tree(V: np.ndarray, blocks, t1: float, t2: float) -> np.ndarray:
     -------
     ndarray of shape (r, K)
     """
-    W = np.sign(V) * np.maximum(np.abs(V) - t1, 0.0)
+    return _w_step(V, blocks, t1, t2)[0]
+
+
+def _w_step(V: np.ndarray, blocks, t1: float, t2: float):
+    """:func:`prox_tree` of ``V`` and the sums the SSMVD objective needs of it.
+
+    The shrinkages only scale magnitudes, so they run on ``|W|`` and the signs of
+    ``V`` are put back once at the end; the norms of the final ``W`` follow from
+    the shrink factors instead of new passes over it. The values equal
+    :func:`tree_penalty`'s and ``||W||_F^2`` to rounding.
+
+    Returns
+    -------
+    W : ndarray of shape (r, K)
+    l1 : float
+        ``||W||_1``.
+    groups : float
+        ``sum_i (sum_p ||W_{i,G_p}|| + ||W_i||)`` (0 when ``t2 = 0``).
+    sq : float
+        ``||W||_F^2``.
+    """
+    A = np.abs(V)  # |W| until the signs go back on
+    if t1 > 0:
+        A -= t1
+        np.maximum(A, 0.0, out=A)
+    groups = 0.0
     if t2 > 0:
+        block_sums = np.zeros(A.shape[0])  # sum_p ||W_{i,G_p}|| before the root
         for sl in blocks:
-            W[:, sl] = _group_shrink(W[:, sl], t2)
-        _group_shrink(W, t2)
-    return W
+            Ab = A[:, sl]
+            norms = _row_norms(Ab)
+            scale = _shrink_factors(norms, t2)
+            Ab *= scale[:, None]
+            block_sums += scale * norms
+        rows = _row_norms(A)
+        root = _shrink_factors(rows, t2)
+        A *= root[:, None]
+        rows *= root
+        groups = float(root @ block_sums) + float(rows.sum())
+        sq = float(rows @ rows)
+    else:
+        sq = float(np.einsum("ij,ij->", A, A))
+    l1 = float(A.sum())
+    return np.copysign(A, V, out=A), l1, groups, sq
 
 
 def tree_penalty(W: np.ndarray, blocks, t1: float, t2: float) -> float:
     """``t1 ||W||_1 + t2 sum_i (sum_p ||W_{i,G_p}|| + ||W_i||)``."""
     value = t1 * np.abs(W).sum()
     if t2 > 0:
-        groups = sum(np.linalg.norm(W[:, sl], axis=1).sum() for sl in blocks)
-        value += t2 * (groups + np.linalg.norm(W, axis=1).sum())
+        groups = sum(_row_norms(W[:, sl]).sum() for sl in blocks)
+        value += t2 * (groups + _row_norms(W).sum())
     return float(value)
 
 
@@ -219,6 +262,14 @@ def polar_factor(M: np.ndarray) -> np.ndarray:
     row: the polar factor is then not unique) or is ill-conditioned
     (``lambda_min < 1e-4 lambda_max``, see ``_POLAR_GRAM_MIN_RATIO``) it is the
     SVD's ``U V^T``, exactly as before.
+
+    Newton-Schulz iterations do not pay here: from ``M`` they need 5-7 steps on
+    SecStr's iterates (``cond(M)`` 1.6-12), each step the two products of this
+    route, and even scaled with the exact extreme singular values (which a solver
+    would have to estimate) they take 0.83-0.98 of this route's time at r >= 50 and
+    more below. Warm-started from the previous iterate's inverse square root they
+    converge to a different factor, ``polar(M Z_prev)`` (1e-3 to 1e-1 away), or
+    diverge (``benchmarks/ssmvd_polar.py``).
     """
     if M.any(axis=0).all():
         P = _polar_gram(M)
@@ -280,10 +331,11 @@ def ssmvd_solve(
     gram = True  # the Gram route of the B-step (see polar_factor)
     for _ in range(max_iter):
         CtR = C.T @ R
-        W = prox_tree(CtR, blocks, t1, t2)  # W-step
+        W, l1, groups, sq_W = _w_step(CtR, blocks, t1, t2)  # W-step
         # ||R - CW||^2 = ||R||^2 - 2 <C^T R, W> + ||W||^2 because C^T C = I.
-        loss = max(sq_R - 2.0 * float(np.sum(CtR * W)) + float(np.sum(W**2)), 0.0)
-        f = offset + loss + tree_penalty(W, blocks, lambda1, lambda2)
+        loss = max(sq_R - 2.0 * float(np.vdot(CtR, W)) + sq_W, 0.0)
+        # The penalty is tree_penalty(W, blocks, lambda1, lambda2), from _w_step's sums.
+        f = offset + loss + lambda1 * l1 + lambda2 * groups
         history.append(f)
         if len(history) > 1 and abs(history[-2] - f) <= tol * abs(history[-2]):
             converged = True
@@ -408,7 +460,10 @@ class SSMVD(_TransductiveViewsMixin, BaseEstimator):
         self.tol = tol
         self.random_state = random_state
 
-    def _solve(self, basis: ConsensusBasis, blocks, r, lambda1, lambda2, it, tol):
+    def _solve(
+        self, basis: ConsensusBasis, blocks, r, lambda1, lambda2, it, tol, scale
+    ):
+        """One fit; returns ``scale * B`` (signs fixed), ``W``, history, ..."""
         R = basis.reduced()
         C, W, history, converged = ssmvd_solve(
             R,
@@ -453,9 +508,12 @@ class SSMVD(_TransductiveViewsMixin, BaseEstimator):
                 zero_rows,
             )
         B = basis.embed(C)
-        # Flip B's columns and W's rows together so that B W is unchanged.
+        # Flip B's columns and W's rows together so that B W is unchanged. One
+        # in-place pass flips and scales B: a sign flip is exact, so these are the
+        # bits of scale * (B * signs).
         signs = column_signs(B)
-        return B * signs, W * signs[:, None], history, converged, zero_rows
+        B *= scale * signs
+        return B, W * signs[:, None], history, converged, zero_rows
 
     def _check_params(self):
         p = self._validate_params()
@@ -486,8 +544,8 @@ class SSMVD(_TransductiveViewsMixin, BaseEstimator):
         ((_, basis),) = consensus_bases(
             patterns, infos, [r], self.view_embedding, full=True
         )
-        B, W, history, converged, zero_rows = self._solve(
-            basis, blocks, r, lambda1, lambda2, it, tol
+        Z, W, history, converged, zero_rows = self._solve(
+            basis, blocks, r, lambda1, lambda2, it, tol, np.sqrt(N)
         )
         self._store_views(patterns, infos, r)
         self.view_blocks_ = blocks
@@ -496,10 +554,56 @@ class SSMVD(_TransductiveViewsMixin, BaseEstimator):
         self.n_iter_ = len(history)
         self.converged_ = converged
         self.n_zero_loadings_ = zero_rows
-        self.embedding_ = np.sqrt(N) * B
+        self.embedding_ = Z
         return self.embedding_
 
-    def fit_transform_grid(self, views, r_grid, lambdas=None) -> dict:
+    def pca_patterns(self, views) -> SSMVDPatterns:
+        """Compute the per-view PCA patterns of ``views`` and their consensus basis.
+
+        They depend on neither ``r`` nor the lambdas: pass them to
+        :meth:`fit_transform_grid` (``patterns=``) to fit several grids on the same
+        views, e.g. one call per ``r``, without computing them again. PCA mode
+        only (spectral patterns have ``k_p = r`` columns).
+
+        Parameters
+        ----------
+        views : list of (N, d_p) arrays or sparse matrices
+
+        Returns
+        -------
+        SSMVDPatterns
+        """
+        if self.view_embedding != "pca":
+            raise ValueError(
+                "pca_patterns needs view_embedding='pca': spectral patterns depend "
+                f"on r (got view_embedding={self.view_embedding!r})"
+            )
+        views, N, _, pca_components, n_neighbors = self._validate(views, [1])
+        patterns, infos = self._patterns(views, None, pca_components, n_neighbors)
+        return SSMVDPatterns(
+            tuple(patterns),
+            tuple(infos),
+            ConsensusBasis(np.hstack(patterns)),
+            (N, *(X.shape[1] for X in views)),
+            pca_components,
+        )
+
+    def _shared(self, patterns: SSMVDPatterns, views, pca_components):
+        """Check that ``patterns`` were made from views of these shapes, settings."""
+        shapes = (views[0].shape[0], *(X.shape[1] for X in views))
+        if self.view_embedding != "pca":
+            raise ValueError("patterns= needs view_embedding='pca'")
+        if patterns.shapes != shapes or patterns.pca_components != pca_components:
+            raise ValueError(
+                f"patterns were computed for views of shapes {patterns.shapes} with "
+                f"pca_components={patterns.pca_components}, not {shapes} with "
+                f"pca_components={pca_components}"
+            )
+        return list(patterns.patterns), list(patterns.infos), patterns.basis
+
+    def fit_transform_grid(
+        self, views, r_grid, lambdas=None, *, patterns: SSMVDPatterns | None = None
+    ) -> dict:
         """Representations for a grid of ``r`` (and optionally of ``lambda``'s).
 
         The per-view patterns and the Gram matrix of ``A`` are computed once (for
@@ -512,6 +616,11 @@ class SSMVD(_TransductiveViewsMixin, BaseEstimator):
         r_grid : iterable of int
         lambdas : iterable of (lambda1, lambda2), optional
             If given, fit every pair for every ``r``.
+        patterns : SSMVDPatterns, optional
+            :meth:`pca_patterns` of these ``views`` (with this estimator's
+            ``pca_components`` and ``random_state``): used instead of computing the
+            patterns and their Gram matrix again. PCA mode only. The results are
+            those without it, bit for bit.
 
         Returns
         -------
@@ -531,22 +640,31 @@ class SSMVD(_TransductiveViewsMixin, BaseEstimator):
         if not pairs:
             raise ValueError("lambdas is empty")
         views, N, r_values, pca_components, n_neighbors = self._validate(views, r_grid)
-        patterns, infos = self._patterns(
-            views, r_values[-1], pca_components, n_neighbors
-        )
+        if patterns is None:
+            A, infos = self._patterns(views, r_values[-1], pca_components, n_neighbors)
+            basis = None
+        else:
+            A, infos, basis = self._shared(patterns, views, pca_components)
         spectral = self.view_embedding == "spectral"
+        scale = np.sqrt(N)
         out = {}
-        for r, basis in consensus_bases(
-            patterns, infos, r_values, self.view_embedding, full=True, strict=False
+        for r, basis_r in consensus_bases(
+            A,
+            infos,
+            r_values,
+            self.view_embedding,
+            full=True,
+            strict=False,
+            basis=basis,
         ):
-            blocks = self._blocks(patterns, r, spectral)
+            blocks = self._blocks(A, r, spectral)
             for lambda1, lambda2 in pairs:
-                B, W, history, converged, zero_rows = self._solve(
-                    basis, blocks, r, lambda1, lambda2, it, tol
+                Z, W, history, converged, zero_rows = self._solve(
+                    basis_r, blocks, r, lambda1, lambda2, it, tol, scale
                 )
                 key = r if lambdas is None else (r, lambda1, lambda2)
-                out[key] = np.sqrt(N) * B
-        self._store_views(patterns, infos, r)
+                out[key] = Z
+        self._store_views(A, infos, r)
         self.r_grid_ = sorted({k if lambdas is None else k[0] for k in out})
         self.view_blocks_ = blocks
         self.loadings_ = W
@@ -556,3 +674,35 @@ class SSMVD(_TransductiveViewsMixin, BaseEstimator):
         self.n_zero_loadings_ = zero_rows
         self.embedding_ = out[key]
         return out
+
+
+@dataclass(frozen=True, eq=False)
+class SSMVDPatterns:
+    """Per-view PCA patterns of one set of views and their consensus basis.
+
+    What every ``r`` and ``(lambda1, lambda2)`` of SSMVD on those views shares
+    (:meth:`SSMVD.pca_patterns`); :meth:`SSMVD.fit_transform_grid` takes it as
+    ``patterns=`` to skip computing it again.
+
+    Attributes
+    ----------
+    patterns : tuple of ndarray, each (N, k_p)
+        The orthonormal per-view patterns ``A^{(p)}``.
+    infos : tuple of ViewPatternInfo
+    basis : ConsensusBasis
+        The complete thin SVD of ``A = [A^{(1)}, ..., A^{(m)}]``.
+    shapes : tuple of int
+        ``(N, d_1, ..., d_m)`` of the views they were computed from.
+    pca_components : int
+    """
+
+    patterns: tuple
+    infos: tuple
+    basis: ConsensusBasis
+    shapes: tuple
+    pca_components: int
+
+    @property
+    def rank(self) -> int:
+        """Numerical rank of ``A``: the most consensus components there are."""
+        return self.basis.rank
