@@ -72,6 +72,21 @@ def test_sparse_norm_and_build_of_onehot_dense_input(rng):
                 assert_allclose(A, B, atol=1e-12)
 
 
+def test_csr_of_a_mostly_zero_dense_view_is_scipys(rng):
+    from tcca_core.solver.views import _dense_to_csr
+
+    X = _onehot(rng, 50, 12, 2)
+    X[[0, 7, 49]] = 0.0  # empty rows, first and last included
+    X[3, 5] = -2.5
+    for A in (X, np.asfortranarray(X), np.zeros((4, 3)), X[::2]):
+        got, ref = _dense_to_csr(A), sp.csr_matrix(A)
+        assert got.has_canonical_format
+        assert_allclose(got.toarray(), np.asarray(A))
+        np.testing.assert_array_equal(got.indptr, ref.indptr)
+        np.testing.assert_array_equal(got.indices, ref.indices)
+        np.testing.assert_array_equal(got.data, ref.data)
+
+
 def test_dimension_tree_mttkrp_matches_tensorly(rng):
     dims, r = [5, 6, 7, 3], 4
     M = rng.standard_normal(dims)

@@ -108,7 +108,7 @@ _PREPARED_MAX_BYTES = 2 * 1024**3
 def _digest(K: np.ndarray) -> bytes:
     import hashlib
 
-    return hashlib.blake2b(memoryview(np.ascontiguousarray(K)).cast("B")).digest()
+    return hashlib.blake2b(np.ascontiguousarray(K).data.cast("B")).digest()
 
 
 def prepare_precomputed(K: np.ndarray, p: int, center: bool):
@@ -133,8 +133,12 @@ def prepare_precomputed(K: np.ndarray, p: int, center: bool):
     if center:
         Kc, stats = center_kernel(K)
     prepared = (Kc, stats, Kc @ Kc, neighbours)
+
+    def forget(_ref: object, key: tuple = key) -> None:
+        _PREPARED.pop(key, None)
+
     try:
-        ref = weakref.ref(K, lambda _, key=key: _PREPARED.pop(key, None))
+        ref = weakref.ref(K, forget)
     except TypeError:  # not weakly referable: not kept
         return prepared
     _PREPARED[key] = (ref, digest, prepared)

@@ -52,7 +52,8 @@ def check_magnitude(data, shape, what: str) -> None:
     """
     if np.size(data) == 0:
         return
-    amax = float(np.max(np.abs(data)))
+    # the largest magnitude from the extremes: no |data| copy of a large view
+    amax = max(abs(float(np.max(data))), abs(float(np.min(data))))
     limit = float(np.sqrt(np.finfo(np.float64).max / (4.0 * max(shape))))
     if amax > limit:
         raise ValueError(

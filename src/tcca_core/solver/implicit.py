@@ -285,6 +285,7 @@ def _gram_mode_grams(views: Sequence[WhitenedView]) -> list[np.ndarray]:
     B = _gram_block(N)
     Z = [np.zeros((N, v.d)) for v in views]
     starts = range(0, N, B)
+    buf = np.empty(min(B, N) ** 2)  # the Hadamard products, one block at a time
     for i in starts:
         Yi = [v.rows(i, i + B) for v in views]
         for j in starts:
@@ -293,12 +294,16 @@ def _gram_mode_grams(views: Sequence[WhitenedView]) -> list[np.ndarray]:
             Yj = Yi if j == i else [v.rows(j, j + B) for v in views]
             G = [yi @ yj.T for yi, yj in zip(Yi, Yj, strict=True)]
             for p in range(m):
-                H = None
-                for q in range(m):
-                    if q != p:
-                        H = G[q].copy() if H is None else H * G[q]
-                if H is None:  # one view: M is a vector
+                others = [G[q] for q in range(m) if q != p]
+                if not others:  # one view: M is a vector
                     H = np.ones_like(G[p])
+                elif len(others) == 1:
+                    H = others[0]
+                else:
+                    H = buf[: G[p].size].reshape(G[p].shape)
+                    np.multiply(others[0], others[1], out=H)
+                    for Gq in others[2:]:
+                        H *= Gq
                 Z[p][i : i + B] += H @ Yj[p]
                 if j > i:
                     Z[p][j : j + B] += H.T @ Yi[p]

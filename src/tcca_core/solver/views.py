@@ -60,7 +60,7 @@ class WhitenedView:
             self._dense = (X, mean, W)
             if X.size and np.count_nonzero(X) <= SPARSE_DENSITY * X.size:
                 self.sparse = (
-                    sp.csr_matrix(X),
+                    _dense_to_csr(X),
                     np.zeros(d) if mean is None else mean,
                     np.eye(d) if W is None else W,
                 )
@@ -159,6 +159,20 @@ class WhitenedView:
             assert Y is not None  # a dense view always has Y
             return Y[start:stop]
         return (self.X[start:stop].toarray() - self.mean) @ self.W
+
+
+def _dense_to_csr(X: np.ndarray) -> sp.csr_matrix:
+    """CSR copy of a mostly-zero dense array, in one pass over its rows.
+
+    scipy's ``csr_matrix(X)`` goes through COO and sorts; the non-zeros of a
+    C-ordered array come out of ``nonzero`` already in CSR order (one-hot SecStr,
+    84K x 105: a third of that route's time).
+    """
+    X = np.ascontiguousarray(X)
+    rows, cols = np.nonzero(X)
+    indptr = np.zeros(X.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=X.shape[0]), out=indptr[1:])
+    return sp.csr_matrix((X[rows, cols], cols, indptr), shape=X.shape)
 
 
 #: Relative cost of a sparse-times-dense multiply-add (scipy, one thread) to a
