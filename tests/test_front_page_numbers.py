@@ -193,8 +193,12 @@ def _seconds(cell: str) -> str:
 
 def test_the_readme_says_how_fast_as_benchmarks_md_does():
     section, rows = _side_by_side()
-    assert "AMD EPYC" in section and "2 vCPUs" in section and "idle" in section
+    assert "2 vCPUs" in section and "idle" in section
     assert "one BLAS thread" in section
+    readme = _one_line(README.read_text(encoding="utf-8"))
+    machine = re.search(r"one BLAS thread, an idle 2-core ([^:,)]+)", readme)
+    assert machine, "the README says no longer on which machine"
+    assert machine.group(1) in _one_line(section), machine.group(1)
     tcca = [r for r in rows if not r["case (r = 50)"].startswith("KTCCA")]
     (ktcca,) = [r for r in rows if r["case (r = 50)"].startswith("KTCCA, N = 500")]
 
@@ -210,9 +214,9 @@ def test_the_readme_says_how_fast_as_benchmarks_md_does():
         f"{route}x faster than the paper's route (dense tensor + tensorly) and "
         f"{zoo}x faster than cca-zoo 4.0.1; KTCCA at N = 500 in "
         f"{_seconds(ktcca['ours, defaults (engine)'])} s, {ktcca['x route']}x and "
-        f"{ktcca['x cca-zoo']}x (one BLAS thread, an idle 2-core AMD EPYC"
+        f"{ktcca['x cca-zoo']}x (one BLAS thread, an idle 2-core {machine.group(1)}"
     )
-    assert expected in _one_line(README.read_text(encoding="utf-8"))
+    assert expected in readme
 
 
 def test_every_speed_figure_of_the_engines_guide_is_the_side_by_side_tables():
@@ -230,3 +234,33 @@ def test_every_speed_figure_of_the_engines_guide_is_the_side_by_side_tables():
     quoted += re.findall(r"(\d+(?:\.\d+)?)x\b", speed)
     assert len(quoted) >= 12, "the engines guide quotes no speed figures any more"
     assert [q for q in quoted if q not in cells] == []
+
+
+def test_the_grid_at_head_is_the_committed_cost_table_and_drift():
+    """BENCHMARKS.md's grid at HEAD: its totals are grid_cost_head.csv's fit jobs and
+    its drift counts are grid_drift_head.md's."""
+    import csv
+
+    results = REPO / "benchmarks" / "results"
+    with open(results / "grid_cost_head.csv", newline="", encoding="utf-8") as fh:
+        fits = [r for r in csv.DictReader(fh) if r["rule"] == "fit"]
+    wall = sum(float(r["wall_s"]) for r in fits)
+    cpu = sum(float(r["cpu_s"]) for r in fits)
+    text = BENCHMARKS.read_text(encoding="utf-8")
+    start = text.index("## The whole grid")
+    section = _one_line(text[start : text.index("\n## ", start + 1)])
+    assert f"| {len(fits)} fit jobs, wall / CPU (s) |" in section
+    assert f"**{wall:,.0f} / {cpu:,.0f}** |" in section
+    longest = max(fits, key=lambda r: float(r["wall_s"]))
+    assert f"longest {float(longest['wall_s']):,.0f} s; measured" in section
+
+    drift = (results / "grid_drift_head.md").read_text(encoding="utf-8")
+    counts = dict(
+        (verdict.strip(), int(n))
+        for verdict, n in re.findall(r"([a-zA-Z ]+): (\d+)", drift.splitlines()[-1])
+    )
+    assert f"{counts['identical']} are identical" in section
+    assert counts.get("MOVED", 0) == 0 and "none MOVED" in section
+    moved = counts["within noise"]
+    attempted = counts["identical"] + moved
+    assert f"of the {attempted} cells attempted" in section
