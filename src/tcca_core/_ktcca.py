@@ -111,13 +111,25 @@ def _digest(K: np.ndarray) -> bytes:
     return hashlib.blake2b(np.ascontiguousarray(K).data.cast("B")).digest()
 
 
-def prepare_precomputed(K: np.ndarray, p: int, center: bool):
-    """Check, center and square a precomputed kernel; once per array and setting.
+def prepare_kernel(K: np.ndarray, center: bool):
+    """Center and square a view's kernel for :func:`kernel_whitening`.
 
     Returns ``(Kc, stats, KK, neighbours)``: the kernel to whiten (centered when
-    ``center``), the centering statistics (None), ``Kc @ Kc`` and
-    :func:`kernel_neighbours` of the kernel given. Same values as preparing it
-    afresh: the work is shared, not approximated.
+    ``center``), the centering statistics (None without centering), ``Kc @ Kc``
+    and :func:`kernel_neighbours` of the kernel given.
+    """
+    neighbours = kernel_neighbours(K)
+    stats = None
+    Kc = K
+    if center:
+        Kc, stats = center_kernel(K)
+    return Kc, stats, Kc @ Kc, neighbours
+
+
+def prepare_precomputed(K: np.ndarray, p: int, center: bool):
+    """Check a precomputed kernel and :func:`prepare_kernel` it; once per array.
+
+    The same values as preparing it afresh: the work is shared, not approximated.
     """
     import weakref
 
@@ -127,12 +139,7 @@ def prepare_precomputed(K: np.ndarray, p: int, center: bool):
     if hit is not None and hit[0]() is K and hit[1] == digest:
         return hit[2]
     _check_psd(K, p)
-    neighbours = kernel_neighbours(K)
-    stats = None
-    Kc = K
-    if center:
-        Kc, stats = center_kernel(K)
-    prepared = (Kc, stats, Kc @ Kc, neighbours)
+    prepared = prepare_kernel(K, center)
 
     def forget(_ref: object, key: tuple = key) -> None:
         _PREPARED.pop(key, None)
@@ -342,17 +349,13 @@ class KTCCA(HighOrderCorrelationMixin, ParamsMixin, TransformerMixin, BaseEstima
             for q, (X, k, kp) in enumerate(zip(views, kernels, kparams, strict=True)):
                 vk = ViewKernel.for_view(k, kp, q)
                 K = vk.fit(X)
-                KK = None
                 if k == "precomputed":
                     if K.shape[0] != N:
                         raise ValueError(f"the kernel of view {q} must be {N} x {N}")
                     K, stats, KK, near = prepare_precomputed(K, q, center)
-                    neighbours.append(near)
                 else:
-                    neighbours.append(kernel_neighbours(K))
-                    stats = None
-                    if center:
-                        K, stats = center_kernel(K)
+                    K, stats, KK, near = prepare_kernel(K, center)
+                neighbours.append(near)
                 L, Y = kernel_whitening(K, params.eps, jitter, q, KK)
                 vkernels.append(vk)
                 stats_all.append(stats)

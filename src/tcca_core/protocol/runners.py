@@ -293,12 +293,13 @@ def _spectral_data(data: Inputs):
     return [X[rows] for X in data.views], np.searchsorted(rows, data.rows), rows
 
 
-def _spectral_r_max(data, gp: dict, seed) -> int:
+def _spectral_r_max(data, gp: dict, seed, patterns=None) -> int:
     """Most consensus components DSE/SSMVD can return on ``data``.
 
     With PCA patterns (the paper's setting) that is the rank of the concatenated
-    per-view PCA patterns (<= sum_p min(100, d_p)); graph eigenvectors are only
-    limited by N - 1 (baselines.md section 0).
+    per-view PCA patterns (<= sum_p min(100, d_p); ``patterns``: SSMVD's
+    ``SSMVDPatterns`` of ``data`` where the caller has them); graph
+    eigenvectors are only limited by N - 1 (baselines.md section 0).
     """
     from ..baselines._consensus import ConsensusBasis
     from ..baselines._dse import view_patterns
@@ -306,6 +307,8 @@ def _spectral_r_max(data, gp: dict, seed) -> int:
     N = data[0].shape[0]
     if gp.get("view_embedding", "pca") != "pca":
         return N - 1
+    if patterns is not None:
+        return min(patterns.rank, N - 1)
     patterns, _ = view_patterns(
         check_views(data),
         None,
@@ -381,11 +384,7 @@ def run_ssmvd(data: Inputs, points) -> Iterator[Fit]:
         rest = {k: v for k, v in _estimator_args(gps[0]).items() if k not in _LAMBDAS}
         lambdas = [(gp["lambda1"], gp["lambda2"]) for gp in gps]
         shared, costs = _ssmvd_patterns(views, rest, data.seed)
-        r_max = (
-            _spectral_r_max(views, rest, data.seed)
-            if shared is None
-            else min(shared.rank, views[0].shape[0] - 1)
-        )
+        r_max = _spectral_r_max(views, rest, data.seed, patterns=shared)
         for r in data.r_grid:
 
             def fit(rest=rest, lambdas=lambdas, r=r, shared=shared):
